@@ -1,0 +1,32 @@
+//! # sieve-core
+//!
+//! The protocol core of the security sieve (N. Lim, *Techniques for Enhancing the Performance of
+//! Secure Sockets Layer-Based Systems*, 2011): everything that can be stated as a pure function of
+//! bytes. No sockets, no threads, no clocks, no async runtime; the transport crate drives it.
+//!
+//! | thesis | here |
+//! |---|---|
+//! | secure tags `<$S>` / `<$E>` (§3.1) | [`marks`] (streaming, binary-safe, with an escape) |
+//! | sieve / integrate (§3.1-3.2) | [`sieve`] over [`ranges`] and a [`layout::Layout`] |
+//! | ES / SS split and combine (§4.3.3-4.3.4) | [`split`] |
+//! | BFS / BES / BSS (§4.5) | [`batch`] |
+//! | channels ask for the next chunk (our default) | [`chunk`] |
+//! | `<!$!>`, `MSG_DONE`, `MSG_ACK` in-band strings (§4.2.4) | typed, length-prefixed [`frame`]s and [`message`]s |
+//! | x-P files (§5.1.2) | [`gen`] |
+
+pub mod batch;
+pub mod chunk;
+pub mod frame;
+pub mod gen;
+pub mod layout;
+pub mod ledger;
+pub mod marks;
+pub mod message;
+pub mod plan;
+pub mod ranges;
+pub mod ranges_file;
+pub mod sieve;
+pub mod split;
+
+pub use layout::{Kind, Layout};
+pub use plan::{Piece, Plan};
