@@ -50,12 +50,18 @@ pub struct Layout {
 impl Layout {
     /// A layout with no segments (an empty document).
     pub fn empty() -> Layout {
-        Layout { first: Kind::Plain, lens: Vec::new() }
+        Layout {
+            first: Kind::Plain,
+            lens: Vec::new(),
+        }
     }
 
     /// The whole document as one segment of `kind` (secure-only mode uses `Kind::Secure`).
     pub fn whole(kind: Kind, len: u64) -> Layout {
-        Layout { first: kind, lens: vec![len] }
+        Layout {
+            first: kind,
+            lens: vec![len],
+        }
     }
 
     /// Kind of segment `i`.
@@ -69,17 +75,26 @@ impl Layout {
 
     /// Iterator over `(kind, len)` in document order.
     pub fn segments(&self) -> impl Iterator<Item = (Kind, u64)> + '_ {
-        self.lens.iter().enumerate().map(|(i, &l)| (self.kind_of(i), l))
+        self.lens
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (self.kind_of(i), l))
     }
 
     /// Lengths of the segments of one kind, in order: the sieved data list of that kind.
     pub fn lens_of(&self, kind: Kind) -> Vec<u64> {
-        self.segments().filter(|(k, _)| *k == kind).map(|(_, l)| l).collect()
+        self.segments()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, l)| l)
+            .collect()
     }
 
     /// Total bytes of one kind (the length of that kind's stream).
     pub fn stream_len(&self, kind: Kind) -> u64 {
-        self.segments().filter(|(k, _)| *k == kind).map(|(_, l)| l).sum()
+        self.segments()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, l)| l)
+            .sum()
     }
 
     /// Total content bytes (both kinds, marks excluded).
@@ -135,23 +150,65 @@ mod tests {
     fn from_ranges_matches_thesis_sieve() {
         // "ab<$S>cd<$E>ef": plain 2, secure 2, plain 2.
         let l = Layout::from_ranges(6, &[2..4]);
-        assert_eq!(l, Layout { first: Kind::Plain, lens: vec![2, 2, 2] });
+        assert_eq!(
+            l,
+            Layout {
+                first: Kind::Plain,
+                lens: vec![2, 2, 2]
+            }
+        );
         // starts classified: first list tag on the secure list.
         let l = Layout::from_ranges(4, &[0..2]);
-        assert_eq!(l, Layout { first: Kind::Secure, lens: vec![2, 2] });
+        assert_eq!(
+            l,
+            Layout {
+                first: Kind::Secure,
+                lens: vec![2, 2]
+            }
+        );
         // ends classified: no trailing empty plain segment.
         let l = Layout::from_ranges(4, &[2..4]);
-        assert_eq!(l, Layout { first: Kind::Plain, lens: vec![2, 2] });
+        assert_eq!(
+            l,
+            Layout {
+                first: Kind::Plain,
+                lens: vec![2, 2]
+            }
+        );
         // adjacent ranges: empty plain segment between them.
         let l = Layout::from_ranges(4, &[0..2, 2..4]);
-        assert_eq!(l, Layout { first: Kind::Secure, lens: vec![2, 0, 2] });
+        assert_eq!(
+            l,
+            Layout {
+                first: Kind::Secure,
+                lens: vec![2, 0, 2]
+            }
+        );
         // empty range in the middle.
         let l = Layout::from_ranges(4, &[2..2]);
-        assert_eq!(l, Layout { first: Kind::Plain, lens: vec![2, 0, 2] });
+        assert_eq!(
+            l,
+            Layout {
+                first: Kind::Plain,
+                lens: vec![2, 0, 2]
+            }
+        );
         // nothing classified, and the empty document.
-        assert_eq!(Layout::from_ranges(3, &[]), Layout { first: Kind::Plain, lens: vec![3] });
+        assert_eq!(
+            Layout::from_ranges(3, &[]),
+            Layout {
+                first: Kind::Plain,
+                lens: vec![3]
+            }
+        );
         assert_eq!(Layout::from_ranges(0, &[]), Layout::empty());
-        assert_eq!(Layout::from_ranges(0, &[0..0]), Layout { first: Kind::Secure, lens: vec![0] });
+        assert_eq!(
+            Layout::from_ranges(0, &[0..0]),
+            Layout {
+                first: Kind::Secure,
+                lens: vec![0]
+            }
+        );
     }
 
     #[test]

@@ -1,0 +1,158 @@
+//! Property tests: sieve and integrate are inverses, for any bytes and any valid ranges, and the
+//! marks parser gives the same answer however its input is cut into chunks.
+
+use std::ops::Range;
+
+use proptest::prelude::*;
+use sieve_core::marks::{self, Collector, Event, MarkConfig, MarkParser};
+use sieve_core::ranges::ClassifiedRanges;
+use sieve_core::sieve::{integrate, sieve, sieve_marked, Marks, Placement};
+use sieve_core::Kind;
+
+/// Bytes biased towards the characters of marks and escapes, so literal marks, escape runs and
+/// near-misses are common; plus NUL and invalid UTF-8.
+fn content() -> impl Strategy<Value = Vec<u8>> {
+    let byte = prop_oneof![
+        4 => any::<u8>(),
+        2 => Just(b'<'),
+        2 => Just(b'$'),
+        1 => Just(b'S'),
+        1 => Just(b'E'),
+        2 => Just(b'>'),
+        3 => Just(b'\\'),
+        1 => Just(0u8),
+        1 => Just(0xffu8),
+    ];
+    let token = prop_oneof![
+        Just(b"<$S>".to_vec()),
+        Just(b"<$E>".to_vec()),
+        Just(b"\\<$S>".to_vec()),
+        Just(b"\\\\".to_vec()),
+    ];
+    prop::collection::vec(
+        prop_oneof![6 => byte.prop_map(|b| vec![b]), 1 => token],
+        0..300,
+    )
+    .prop_map(|v| v.concat())
+}
+
+fn doc_and_ranges() -> impl Strategy<Value = (Vec<u8>, Vec<Range<u64>>)> {
+    content()
+        .prop_flat_map(|c| {
+            let len = c.len() as u64;
+            (Just(c), prop::collection::vec(0..=len, 0..12))
+        })
+        .prop_map(|(c, mut cuts)| {
+            cuts.sort_unstable();
+            let ranges = cuts.chunks_exact(2).map(|p| p[0]..p[1]).collect();
+            (c, ranges)
+        })
+}
+
+fn chunk_sizes() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(1usize..40, 1..20)
+}
+
+fn default_marks() -> Marks<'static> {
+    Marks {
+        start: b"<$S>",
+        end: b"<$E>",
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn integrate_inverts_sieve_over_ranges((doc, ranges) in doc_and_ranges()) {
+        let cr = ClassifiedRanges::new(ranges.clone(), doc.len() as u64).unwrap();
+        let s = sieve(&doc, &cr);
+        prop_assert_eq!(s.layout.ranges(), ranges);
+        prop_assert_eq!(integrate(&s.layout, &s.secure, &s.plain, None).unwrap(), doc);
+    }
+
+    #[test]
+    fn integrate_inverts_sieve_over_marks((content, ranges) in doc_and_ranges()) {
+        let strip = MarkConfig { strip: true, ..MarkConfig::default() };
+        let marked = marks::mark_document(&strip, &content, &ranges);
+
+        // Marks restored: the receiver's bytes are the sender's bytes.
+        let s = sieve_marked(&marked, &MarkConfig::default()).unwrap();
+        prop_assert_eq!(integrate(&s.layout, &s.secure, &s.plain, Some(default_marks())).unwrap(), marked.clone());
+
+        // Marks stripped: the document without marks, escapes resolved (the thesis's output).
+        let s = sieve_marked(&marked, &strip).unwrap();
+        prop_assert_eq!(s.layout.ranges(), ranges);
+        prop_assert_eq!(integrate(&s.layout, &s.secure, &s.plain, None).unwrap(), content);
+    }
+
+    #[test]
+    fn chunked_parse_equals_whole((content, ranges) in doc_and_ranges(), sizes in chunk_sizes(), strip in any::<bool>()) {
+        let cfg = MarkConfig { strip, ..MarkConfig::default() };
+        let marked = marks::mark_document(&MarkConfig::default(), &content, &ranges);
+        let whole = marks::parse_all(&cfg, &marked).unwrap();
+        let mut p = MarkParser::new(cfg).unwrap();
+        let mut col = Collector::default();
+        let mut sink = |ev: Event<'_>| col.event(ev);
+        let mut rest = &marked[..];
+        let mut i = 0;
+        while !rest.is_empty() {
+            let n = sizes[i % sizes.len()].min(rest.len());
+            p.feed(&rest[..n], &mut sink).unwrap();
+            rest = &rest[n..];
+            i += 1;
+        }
+        p.finish(&mut sink).unwrap();
+        prop_assert_eq!(col.finish(), whole);
+    }
+
+    #[test]
+    fn chunked_parse_reports_same_errors(raw in content(), sizes in chunk_sizes()) {
+        // Arbitrary bytes are often badly marked: the error (and its offset) must not depend on
+        // how the input was cut.
+        let whole = marks::parse_all(&MarkConfig::default(), &raw);
+        let mut p = MarkParser::new(MarkConfig::default()).unwrap();
+        let mut col = Collector::default();
+        let mut sink = |ev: Event<'_>| col.event(ev);
+        let mut rest = &raw[..];
+        let mut i = 0;
+        let mut result = Ok(());
+        while !rest.is_empty() && result.is_ok() {
+            let n = sizes[i % sizes.len()].min(rest.len());
+            result = p.feed(&rest[..n], &mut sink);
+            rest = &rest[n..];
+            i += 1;
+        }
+        let result = result.and_then(|_| p.finish(&mut sink)).map(|_| col.finish());
+        prop_assert_eq!(result, whole);
+    }
+
+    #[test]
+    fn placement_agrees_with_integrate((content, ranges) in doc_and_ranges(), restore in any::<bool>(), cut in 1u64..50) {
+        let cr = ClassifiedRanges::new(ranges, content.len() as u64).unwrap();
+        let s = sieve(&content, &cr);
+        let m = restore.then(default_marks);
+        let expected = integrate(&s.layout, &s.secure, &s.plain, m).unwrap();
+        let p = Placement::new(&s.layout, m.map(|m| (m.start.len() as u64, m.end.len() as u64)));
+        prop_assert_eq!(p.output_len(), expected.len() as u64);
+        let mut out = vec![0xAAu8; expected.len()];
+        for (off, start) in p.mark_offsets() {
+            let mk = if *start { b"<$S>" } else { b"<$E>" };
+            out[*off as usize..*off as usize + 4].copy_from_slice(mk);
+        }
+        for kind in [Kind::Secure, Kind::Plain] {
+            let stream: Vec<u8> = s.list(kind).iter().flat_map(|c| c.iter().copied()).collect();
+            // Place the stream in pieces of `cut` bytes, last piece first, to show order is free.
+            let mut offs: Vec<u64> = (0..stream.len() as u64).step_by(cut as usize).collect();
+            offs.reverse();
+            for o in offs {
+                let len = cut.min(stream.len() as u64 - o);
+                p.place(kind, o, len, |out_off, within, l| {
+                    let src = &stream[(o + within) as usize..(o + within + l) as usize];
+                    out[out_off as usize..(out_off + l) as usize].copy_from_slice(src);
+                }).unwrap();
+            }
+        }
+        prop_assert_eq!(out, expected);
+    }
+}
