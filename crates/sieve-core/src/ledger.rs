@@ -31,6 +31,11 @@ struct Entry {
     hash: [u8; 32],
 }
 
+/// The hash of one piece's bytes, as recorded by [`Ledger::record`].
+pub fn piece_hash(bytes: &[u8]) -> [u8; 32] {
+    *blake3::hash(bytes).as_bytes()
+}
+
 /// Records the pieces of one stream.
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
@@ -45,8 +50,13 @@ impl Ledger {
 
     /// Record a piece and hash its bytes.
     pub fn record(&mut self, offset: u64, bytes: &[u8]) {
-        let hash = *blake3::hash(bytes).as_bytes();
+        let hash = piece_hash(bytes);
         self.push(offset, bytes.len() as u64, hash);
+    }
+
+    /// Record a piece whose hash ([`piece_hash`]) was computed elsewhere, e.g. outside a lock.
+    pub fn record_hashed(&mut self, offset: u64, len: u64, hash: [u8; 32]) {
+        self.push(offset, len, hash);
     }
 
     /// Record a piece whose contents need no digest (it came over TLS).

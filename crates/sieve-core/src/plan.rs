@@ -25,11 +25,16 @@ pub struct Plan {
 impl Plan {
     /// A plan with `k` empty channels.
     pub fn new(k: usize) -> Plan {
-        Plan { channels: vec![Vec::new(); k] }
+        Plan {
+            channels: vec![Vec::new(); k],
+        }
     }
 
     /// Bytes carried by each channel.
     pub fn channel_bytes(&self) -> Vec<u64> {
-        self.channels.iter().map(|c| c.iter().map(|p| p.len).sum()).collect()
+        self.channels
+            .iter()
+            .map(|c| c.iter().map(|p| p.len).sum())
+            .collect()
     }
 }

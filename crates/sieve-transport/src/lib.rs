@@ -1,1 +1,13 @@
-//! (being written)
+//! # sieve-transport
+//!
+//! The I/O around `sieve-core`: TLS 1.3 and plain TCP channels, session set-up and joining, the
+//! send and receive loops, and the durable store. Algorithms live in the core; this crate only
+//! moves their results over sockets.
+
+pub mod conn;
+pub mod receiver;
+pub mod sender;
+pub mod source;
+pub mod store;
+pub mod tls;
+pub mod token;

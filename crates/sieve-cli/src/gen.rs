@@ -1,0 +1,45 @@
+//! `sieve gen`: the thesis's x-P test files (§5.1.2).
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use sieve_core::gen::{parse_size, write_xp, XpSpec};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Content size (marks excluded): 1MB, 10MB, 1GiB, 4096...
+    #[arg(long, value_parser = parse_size)]
+    pub size: u64,
+    /// Proportion of classified content, 0 to 1 (the thesis's P).
+    #[arg(long, short = 'p')]
+    pub proportion: f64,
+    /// Seed of the filler text.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Output file.
+    #[arg(short = 'o', long)]
+    pub output: PathBuf,
+}
+
+pub fn run(args: &Args) -> Result<()> {
+    if !(0.0..=1.0).contains(&args.proportion) {
+        bail!("--proportion must be between 0 and 1, got {}", args.proportion);
+    }
+    let f = File::create(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
+    let mut w = BufWriter::with_capacity(1 << 20, f);
+    let st = write_xp(XpSpec { size: args.size, proportion: args.proportion, seed: args.seed }, &mut w)
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    std::io::Write::flush(&mut w)?;
+    eprintln!(
+        "wrote {}: {} content bytes, {} classified ({:.3}), {} components, {} bytes with marks",
+        args.output.display(),
+        st.content_len,
+        st.classified_len,
+        if st.content_len > 0 { st.classified_len as f64 / st.content_len as f64 } else { 0.0 },
+        st.components,
+        st.file_len
+    );
+    Ok(())
+}

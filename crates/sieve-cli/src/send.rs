@@ -1,0 +1,200 @@
+//! `sieve send`: the sender.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use sieve_core::batch::BatchSplit;
+use sieve_core::marks::MarkConfig;
+use sieve_core::message::Mode;
+use sieve_core::split::Split;
+use sieve_transport::sender::{self, Progress, SendConfig, SessionReport};
+use sieve_transport::source::Classify;
+use sieve_transport::tls::{Cipher, ClientTls};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeArg {
+    /// Classified parts over TLS, the rest over plain TCP.
+    Sieve,
+    /// Everything over TLS: the baseline the sieve is measured against.
+    SecureOnly,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The receiver's TLS address (host:port). Plain channels go where the receiver says.
+    #[arg(long, default_value = "127.0.0.1:7443")]
+    pub to: String,
+    /// CA certificate (PEM) that signed the receiver's certificate.
+    #[arg(long)]
+    pub ca: PathBuf,
+    /// Name to check in the receiver's certificate (default: the host of --to).
+    #[arg(long)]
+    pub server_name: Option<String>,
+    /// Client certificate (PEM) for receivers that require mutual TLS.
+    #[arg(long, requires = "client_key")]
+    pub client_cert: Option<PathBuf>,
+    /// Client private key (PEM).
+    #[arg(long, requires = "client_cert")]
+    pub client_key: Option<PathBuf>,
+    /// sieve: split each document by its marks; secure-only: send every byte over TLS.
+    #[arg(long, value_enum, default_value = "sieve")]
+    pub mode: ModeArg,
+    /// Number of TLS channels (1-16).
+    #[arg(long, short = 'n', default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=16))]
+    pub secure_channels: u8,
+    /// Number of plain TCP channels (1-16; ignored in secure-only mode).
+    #[arg(long, short = 'm', default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=16))]
+    pub plain_channels: u8,
+    /// How one document is divided among channels of a kind: dynamic (free channels take the
+    /// next chunk), even (thesis ES: every segment cut in k), segment (thesis SS: whole segments
+    /// to the least-loaded channel).
+    #[arg(long, default_value = "dynamic")]
+    pub split: Split,
+    /// How several documents are divided: dynamic, file (thesis BFS), even (BES), segment (BSS).
+    #[arg(long, default_value = "dynamic")]
+    pub batch_split: BatchSplit,
+    /// TLS 1.3 cipher suite: aes128gcm, aes256gcm or chacha20.
+    #[arg(long, default_value = "aes128gcm")]
+    pub cipher: Cipher,
+    /// Write documents without their marks (the thesis's output) instead of byte-identical.
+    #[arg(long)]
+    pub strip_marks: bool,
+    /// Classified ranges from a JSON file ({"ranges": [[start, end], ...]}) instead of inline
+    /// marks; the same ranges apply to every FILE.
+    #[arg(long)]
+    pub ranges: Option<PathBuf>,
+    /// Start mark.
+    #[arg(long, default_value = "<$S>")]
+    pub start_mark: String,
+    /// End mark.
+    #[arg(long, default_value = "<$E>")]
+    pub end_mark: String,
+    /// Escape that makes a following mark literal.
+    #[arg(long, default_value = "\\")]
+    pub escape: String,
+    /// Bytes per data frame and per dynamic chunk.
+    #[arg(long, default_value = "256KiB", value_parser = sieve_core::gen::parse_size)]
+    pub chunk: u64,
+    /// Seconds without progress before giving up.
+    #[arg(long, default_value_t = 60)]
+    pub idle_timeout: u64,
+    /// Print one JSON object with the session's measurements on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Files to send, all in one session.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+pub fn config(args: &Args) -> Result<SendConfig> {
+    let identity = match (&args.client_cert, &args.client_key) {
+        (Some(c), Some(k)) => Some((c.as_path(), k.as_path())),
+        _ => None,
+    };
+    let tls = ClientTls { ca: &args.ca, cipher: Some(args.cipher), identity }.config()?;
+    let classify = match &args.ranges {
+        Some(r) => {
+            if args.strip_marks {
+                bail!("--strip-marks has no effect with --ranges: a ranges file adds no marks to strip");
+            }
+            Classify::RangesFile(r.clone())
+        }
+        None => Classify::Marks(MarkConfig {
+            start: args.start_mark.as_bytes().to_vec(),
+            end: args.end_mark.as_bytes().to_vec(),
+            escape: args.escape.as_bytes().to_vec(),
+            strip: args.strip_marks,
+        }),
+    };
+    if !(1024..=(8 << 20)).contains(&args.chunk) {
+        bail!("--chunk must be between 1KiB and 8MiB");
+    }
+    Ok(SendConfig {
+        to: args.to.clone(),
+        server_name: args.server_name.clone(),
+        tls,
+        mode: match args.mode {
+            ModeArg::Sieve => Mode::Sieve,
+            ModeArg::SecureOnly => Mode::SecureOnly,
+        },
+        secure_channels: args.secure_channels,
+        plain_channels: args.plain_channels,
+        split: args.split,
+        batch_split: args.batch_split,
+        classify,
+        chunk: args.chunk as u32,
+        idle_timeout: Duration::from_secs(args.idle_timeout),
+    })
+}
+
+/// A progress bar on stderr when it is a terminal; nothing otherwise.
+pub fn progress_bar(progress: Arc<Progress>) -> Option<(ProgressBar, tokio::task::JoinHandle<()>)> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let b = bar.clone();
+    let h = tokio::spawn(async move {
+        loop {
+            let total = progress.total_bytes.load(Ordering::Relaxed);
+            b.set_length(total);
+            let sent = progress.sent();
+            b.set_position(sent);
+            let shares: Vec<String> = progress
+                .per_channel
+                .lock()
+                .map(|v| {
+                    v.iter().map(|c| format!("{:.0}%", 100.0 * c.load(Ordering::Relaxed) as f64 / sent.max(1) as f64)).collect()
+                })
+                .unwrap_or_default();
+            b.set_message(format!(
+                "docs {}/{} channels [{}]",
+                progress.docs_acked.load(Ordering::Relaxed),
+                progress.docs.load(Ordering::Relaxed),
+                shares.join(" ")
+            ));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    Some((bar, h))
+}
+
+pub async fn run(args: &Args) -> Result<bool> {
+    let cfg = config(args)?;
+    let progress = Arc::new(Progress::default());
+    let bar = progress_bar(progress.clone());
+    let result = sender::send(&cfg, &args.files, progress).await;
+    if let Some((b, h)) = bar {
+        h.abort();
+        b.finish_and_clear();
+    }
+    let report = result?;
+    print_report(&report, args.json)?;
+    Ok(report.docs_ok == report.docs)
+}
+
+pub fn print_report(r: &SessionReport, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(r)?);
+    } else {
+        eprintln!(
+            "{} of {} documents delivered ({} bytes: {} over TLS, {} in the clear) in {:.1} ms \
+             (connect {:.1} ms, sieve {:.1} ms, transfer {:.1} ms) with {} secure + {} plain channels, {}",
+            r.docs_ok, r.docs, r.bytes, r.secure_bytes, r.plain_bytes, r.total_ms, r.connect_ms, r.sieve_ms,
+            r.transfer_ms, r.secure_channels, r.plain_channels, r.cipher
+        );
+    }
+    for f in &r.failures {
+        eprintln!("error: {} was not delivered: {}", f.path.display(), f.error.as_deref().unwrap_or("unknown error"));
+    }
+    Ok(())
+}

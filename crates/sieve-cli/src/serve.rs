@@ -1,0 +1,82 @@
+//! `sieve serve`: the receiver.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits};
+use sieve_transport::tls::ServerTls;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Folder that received documents are written to (atomically, after verification).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Server certificate chain (PEM), e.g. from `sieve certs`.
+    #[arg(long)]
+    pub cert: PathBuf,
+    /// Server private key (PEM).
+    #[arg(long)]
+    pub key: PathBuf,
+    /// Address for TLS channels: channel 0 and extra secure channels.
+    #[arg(long, default_value = "127.0.0.1:7443")]
+    pub listen: SocketAddr,
+    /// Address for plain (TCP) channels.
+    #[arg(long, default_value = "127.0.0.1:7080")]
+    pub plain_listen: SocketAddr,
+    /// Address senders are told to use for plain channels, when it differs from --plain-listen
+    /// (NAT, proxies). Default: the plain listen address.
+    #[arg(long)]
+    pub plain_advertise: Option<String>,
+    /// Require client certificates signed by this CA (mutual TLS).
+    #[arg(long)]
+    pub client_ca: Option<PathBuf>,
+    /// Receive, verify and acknowledge, but write nothing (for benchmarks).
+    #[arg(long)]
+    pub discard: bool,
+    /// Most sessions served at once; further senders are told to retry.
+    #[arg(long, default_value_t = 64)]
+    pub max_sessions: usize,
+    /// Largest document accepted (e.g. 100GiB).
+    #[arg(long, default_value = "1TiB", value_parser = parse_size_arg)]
+    pub max_doc_size: u64,
+    /// Seconds a session may stay silent before it is dropped.
+    #[arg(long, default_value_t = 60)]
+    pub idle_timeout: u64,
+    /// Seconds allowed for a TLS handshake and the first frame.
+    #[arg(long, default_value_t = 10)]
+    pub handshake_timeout: u64,
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    if let Some(t) = s.strip_suffix("TiB") {
+        return sieve_core::gen::parse_size(&format!("{t}GiB")).map(|g| g * 1024);
+    }
+    sieve_core::gen::parse_size(s)
+}
+
+pub async fn run(args: &Args) -> Result<()> {
+    let tls = ServerTls { cert: args.cert.clone(), key: args.key.clone(), client_ca: args.client_ca.clone() }.config()?;
+    let limits = ServeLimits {
+        max_sessions: args.max_sessions,
+        max_doc_bytes: args.max_doc_size,
+        idle_timeout: Duration::from_secs(args.idle_timeout),
+        handshake_timeout: Duration::from_secs(args.handshake_timeout),
+        ..ServeLimits::default()
+    };
+    let receiver = Receiver::bind(ServeConfig {
+        dir: args.dir.clone(),
+        tls,
+        listen: args.listen,
+        plain_listen: args.plain_listen,
+        plain_advertise: args.plain_advertise.clone(),
+        discard: args.discard,
+        limits,
+    })
+    .await?;
+    tokio::select! {
+        r = receiver.run() => r,
+        _ = tokio::signal::ctrl_c() => Ok(()),
+    }
+}

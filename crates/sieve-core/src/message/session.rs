@@ -1,0 +1,42 @@
+//! `Session`: receiver → client on TLS channel 0, the answer to [`super::Hello`].
+//!
+//! The user gives the client one address (the receiver's TLS port); the plain address and the
+//! session id arrive here, inside TLS.
+
+use super::wire::{put_bytes, Reader};
+use super::{write_frame, MessageError, MAX_ADDR_LEN};
+use crate::frame::FrameType;
+
+/// The session the receiver opened.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Session {
+    /// Random id that every [`super::Join`] names.
+    pub session_id: [u8; 16],
+    /// Where the plain channels connect (`host:port`), at most [`MAX_ADDR_LEN`] bytes of UTF-8.
+    pub plain_addr: String,
+    /// Largest frame payload the receiver accepts; the sender sizes data chunks below it.
+    pub max_payload: u32,
+}
+
+impl Session {
+    /// Append the whole frame to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        write_frame(out, FrameType::Session, |out| {
+            out.extend_from_slice(&self.session_id);
+            put_bytes(out, self.plain_addr.as_bytes());
+            out.extend_from_slice(&self.max_payload.to_be_bytes());
+        });
+    }
+
+    /// Parse a payload.
+    pub fn parse(payload: &[u8]) -> Result<Session, MessageError> {
+        let mut r = Reader::new("Session", payload);
+        let session = Session {
+            session_id: r.array("session_id")?,
+            plain_addr: r.string("plain_addr", MAX_ADDR_LEN)?,
+            max_payload: r.u32("max_payload")?,
+        };
+        r.finish()?;
+        Ok(session)
+    }
+}

@@ -1,0 +1,759 @@
+//! The receiver (`sieve serve`): accepts sessions, joins their channels, writes every piece to its
+//! place, and commits each document durably before acknowledging it.
+//!
+//! One TLS listener (channel 0 and extra secure channels) and one plain listener (plain channels).
+//! A session is created by a HELLO on a fresh TLS connection; every other connection must JOIN an
+//! existing session with a token derived from that session's TLS exporter. Pieces are written by
+//! position (thesis §3.2 integration becomes "check that every byte arrived"), the cleartext
+//! digest is checked, and only then is the file renamed into place and the ACK sent.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use sieve_core::frame::Limits;
+use sieve_core::ledger::{piece_hash, Ledger};
+use sieve_core::message::{self, Ack, AckStatus, DataRef, Doc, DocEnd, Hello, Join, JoinOk, Message, Mode, Session as SessionMsg};
+use sieve_core::frame::FrameType;
+use sieve_core::sieve::Placement;
+use sieve_core::Kind;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Notify, Semaphore};
+use tokio_rustls::TlsAcceptor;
+use tracing::{debug, info, warn};
+
+use crate::conn::{FrameReader, FrameWriter};
+use crate::store::{self, PartFile};
+use crate::tls::{suite_name, EXPORTER_LABEL};
+use crate::token::JoinKey;
+
+/// Limits that keep one receiver safe from any one peer.
+#[derive(Debug, Clone)]
+pub struct ServeLimits {
+    pub max_sessions: usize,
+    /// Largest document accepted, in bytes.
+    pub max_doc_bytes: u64,
+    /// A session with no traffic for this long is dropped.
+    pub idle_timeout: Duration,
+    /// Time allowed for a TLS handshake plus the first frame (HELLO or JOIN).
+    pub handshake_timeout: Duration,
+    pub max_docs_per_session: u32,
+    /// Connections that have not yet authenticated.
+    pub max_pending: usize,
+    pub frame: Limits,
+    /// Most segments in one manifest.
+    pub max_segments: usize,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        ServeLimits {
+            max_sessions: 64,
+            max_doc_bytes: 1 << 40,
+            idle_timeout: Duration::from_secs(60),
+            handshake_timeout: Duration::from_secs(10),
+            max_docs_per_session: 1_000_000,
+            max_pending: 512,
+            frame: Limits::default(),
+            max_segments: 4_000_000,
+        }
+    }
+}
+
+pub struct ServeConfig {
+    pub dir: PathBuf,
+    pub tls: Arc<rustls::ServerConfig>,
+    pub listen: SocketAddr,
+    pub plain_listen: SocketAddr,
+    /// What senders are told to connect to for plain channels (default: the plain listen address).
+    pub plain_advertise: Option<String>,
+    /// Receive, verify and acknowledge, but write nothing.
+    pub discard: bool,
+    pub limits: ServeLimits,
+}
+
+/// Counters a receiver keeps; read them in tests and reports.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub sessions_started: AtomicU64,
+    pub sessions_completed: AtomicU64,
+    pub sessions_failed: AtomicU64,
+    pub docs_committed: AtomicU64,
+    pub docs_failed: AtomicU64,
+    pub bad_joins: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub bytes_received: AtomicU64,
+}
+
+struct Shared {
+    cfg: ServeConfig,
+    stats: Arc<Stats>,
+    sessions: Mutex<HashMap<[u8; 16], Arc<Session>>>,
+    session_permits: Arc<Semaphore>,
+    pending_permits: Arc<Semaphore>,
+    acceptor: TlsAcceptor,
+    advertise: String,
+}
+
+/// A receiver bound to its ports, ready to run.
+pub struct Receiver {
+    tls: TcpListener,
+    plain: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Receiver {
+    pub async fn bind(cfg: ServeConfig) -> Result<Receiver> {
+        if !cfg.discard {
+            store::check_dir(&cfg.dir)?;
+            let n = store::clean_stale(&cfg.dir)?;
+            if n > 0 {
+                info!(removed = n, "removed temporary files left by an interrupted receiver");
+            }
+        }
+        let tls = TcpListener::bind(cfg.listen)
+            .await
+            .with_context(|| format!("cannot listen on {} (is another receiver running?)", cfg.listen))?;
+        let plain = TcpListener::bind(cfg.plain_listen)
+            .await
+            .with_context(|| format!("cannot listen on {} (is another receiver running?)", cfg.plain_listen))?;
+        let advertise = match &cfg.plain_advertise {
+            Some(a) => a.clone(),
+            None => plain.local_addr()?.to_string(),
+        };
+        let shared = Arc::new(Shared {
+            acceptor: TlsAcceptor::from(cfg.tls.clone()),
+            session_permits: Arc::new(Semaphore::new(cfg.limits.max_sessions)),
+            pending_permits: Arc::new(Semaphore::new(cfg.limits.max_pending)),
+            stats: Arc::new(Stats::default()),
+            sessions: Mutex::new(HashMap::new()),
+            advertise,
+            cfg,
+        });
+        Ok(Receiver { tls, plain, shared })
+    }
+
+    pub fn tls_addr(&self) -> SocketAddr {
+        self.tls.local_addr().expect("bound listener has an address")
+    }
+
+    pub fn plain_addr(&self) -> SocketAddr {
+        self.plain.local_addr().expect("bound listener has an address")
+    }
+
+    pub fn stats(&self) -> Arc<Stats> {
+        self.shared.stats.clone()
+    }
+
+    /// Serve until the task is dropped.
+    pub async fn run(self) -> Result<()> {
+        info!(tls = %self.tls_addr(), plain = %self.plain_addr(), advertise = %self.shared.advertise,
+              dir = %self.shared.cfg.dir.display(), discard = self.shared.cfg.discard, "receiver listening");
+        let plain_shared = self.shared.clone();
+        let plain = self.plain;
+        let plain_loop = async move {
+            loop {
+                let (tcp, peer) = match plain.accept().await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        warn!("plain accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = plain_shared.pending_permits.clone().try_acquire_owned() else {
+                    plain_shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let s = plain_shared.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = s.clone().plain_conn(tcp, permit).await {
+                        debug!(%peer, "plain connection refused: {e:#}");
+                    }
+                });
+            }
+        };
+        let shared = self.shared.clone();
+        let tls = self.tls;
+        let tls_loop = async move {
+            loop {
+                let (tcp, peer) = match tls.accept().await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        warn!("TLS accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = shared.pending_permits.clone().try_acquire_owned() else {
+                    shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let s = shared.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = s.clone().tls_conn(tcp, peer, permit).await {
+                        debug!(%peer, "TLS connection ended: {e:#}");
+                    }
+                });
+            }
+        };
+        tokio::join!(plain_loop, tls_loop);
+        Ok(())
+    }
+}
+
+impl Shared {
+    async fn tls_conn(self: Arc<Self>, tcp: TcpStream, peer: SocketAddr, permit: tokio::sync::OwnedSemaphorePermit) -> Result<()> {
+        let _ = tcp.set_nodelay(true);
+        let limits = &self.cfg.limits;
+        let hs = tokio::time::timeout(limits.handshake_timeout, async {
+            let tls = self.acceptor.accept(tcp).await.context("TLS handshake failed")?;
+            // Keying material for join tokens; only used if this connection starts a session.
+            let id: [u8; 16] = rand::random();
+            let mut km = [0u8; 32];
+            tls.get_ref().1.export_keying_material(&mut km, EXPORTER_LABEL, None)?;
+            let cipher = suite_name(tls.get_ref().1.negotiated_cipher_suite());
+            let (r, w) = tokio::io::split(tls);
+            let mut reader = FrameReader::new(Box::new(r), limits.frame);
+            let first = reader.message().await?;
+            anyhow::Ok((reader, w, first, id, km, cipher))
+        })
+        .await;
+        let (mut reader, w, first, id, km, cipher) = match hs {
+            Ok(r) => r?,
+            Err(_) => {
+                self.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                bail!("no handshake and first frame within {:?}", limits.handshake_timeout);
+            }
+        };
+        drop(permit);
+        let mut writer = FrameWriter::new(Box::new(w));
+        match first {
+            Message::Hello(hello) => {
+                let Ok(session_permit) = self.session_permits.clone().try_acquire_owned() else {
+                    let m = message::Error { code: 3, message: "the receiver is at its session limit; try again later".into() };
+                    writer.send(|o| m.encode(o)).await?;
+                    writer.flush().await?;
+                    bail!("session limit reached ({peer})");
+                };
+                let r = self.clone().start_session(hello, JoinKey::derive(&km, &id), id, reader, writer, cipher).await;
+                drop(session_permit);
+                r
+            }
+            Message::Join(join) if join.kind == Kind::Secure => {
+                let session = self.find_session(&join)?;
+                writer.send(|o| JoinOk {}.encode(o)).await?;
+                writer.flush().await?;
+                session.run_channel(Kind::Secure, &mut reader).await;
+                Ok(())
+            }
+            other => {
+                self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
+                bail!("expected HELLO or a secure JOIN, got {other:?}")
+            }
+        }
+    }
+
+    async fn plain_conn(self: Arc<Self>, tcp: TcpStream, permit: tokio::sync::OwnedSemaphorePermit) -> Result<()> {
+        let _ = tcp.set_nodelay(true);
+        let limits = &self.cfg.limits;
+        let (r, w) = tcp.into_split();
+        let mut reader = FrameReader::new(Box::new(r), limits.frame);
+        let first = match tokio::time::timeout(limits.handshake_timeout, reader.message()).await {
+            Ok(m) => m,
+            Err(_) => {
+                self.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                bail!("no JOIN within {:?}", limits.handshake_timeout);
+            }
+        };
+        let join = match first {
+            Ok(Message::Join(j)) if j.kind == Kind::Plain => j,
+            other => {
+                self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
+                bail!("expected a plain JOIN, got {other:?}");
+            }
+        };
+        let session = self.find_session(&join)?;
+        drop(permit);
+        let mut writer = FrameWriter::new(Box::new(w));
+        writer.send(|o| JoinOk {}.encode(o)).await?;
+        writer.flush().await?;
+        session.run_channel(Kind::Plain, &mut reader).await;
+        Ok(())
+    }
+
+    /// Authenticate a JOIN and claim its channel slot.
+    fn find_session(&self, join: &Join) -> Result<Arc<Session>> {
+        let session = self.sessions.lock().map_err(|_| anyhow!("poisoned"))?.get(&join.session_id).cloned();
+        let Some(session) = session else {
+            self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
+            bail!("JOIN for an unknown session");
+        };
+        let count = match join.kind {
+            Kind::Secure => session.hello.secure_channels,
+            Kind::Plain => session.hello.plain_channels,
+        };
+        let ok_index = join.index < count && !(join.kind == Kind::Secure && join.index == 0);
+        if !ok_index || !session.key.verify(join.kind, join.index, &join.token) {
+            self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
+            bail!("JOIN with a wrong token or channel index");
+        }
+        let mut joined = session.joined.lock().map_err(|_| anyhow!("poisoned"))?;
+        if !joined.insert((join.kind, join.index)) {
+            self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
+            bail!("channel {:?}/{} already joined (replayed token?)", join.kind, join.index);
+        }
+        drop(joined);
+        Ok(session)
+    }
+}
+
+/// Validate what a sender asks for.
+fn check_hello(h: &Hello) -> Result<(), String> {
+    if h.version != message::PROTOCOL_VERSION {
+        return Err(format!("protocol version {} is not supported (this receiver speaks {})", h.version, message::PROTOCOL_VERSION));
+    }
+    if !(1..=16).contains(&h.secure_channels) {
+        return Err(format!("{} secure channels requested; 1 to 16 are allowed", h.secure_channels));
+    }
+    match h.mode {
+        Mode::Sieve if !(1..=16).contains(&h.plain_channels) => {
+            Err(format!("{} plain channels requested; sieve mode needs 1 to 16", h.plain_channels))
+        }
+        Mode::SecureOnly if h.plain_channels != 0 => Err("secure-only mode uses no plain channels".into()),
+        _ => Ok(()),
+    }
+}
+
+/// One session: its channels, its documents, and the writer of channel 0 for acknowledgements.
+struct Session {
+    id: [u8; 16],
+    hello: Hello,
+    key: JoinKey,
+    shared: Arc<Shared>,
+    joined: Mutex<std::collections::HashSet<(Kind, u8)>>,
+    docs: Mutex<HashMap<u32, Arc<DocSlot>>>,
+    docs_changed: Notify,
+    ctl: tokio::sync::Mutex<FrameWriter>,
+    abort_tx: watch::Sender<bool>,
+    last_activity: AtomicU64,
+    started: Instant,
+    open_docs: AtomicU64,
+}
+
+struct DocSlot {
+    doc: Doc,
+    placement: Placement,
+    io: RwLock<DocIo>,
+    progress: Mutex<DocProgress>,
+}
+
+#[derive(Default)]
+struct DocIo {
+    file: Option<PartFile>,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct DocProgress {
+    ledgers: [Ledger; 2],
+    end: Option<DocEnd>,
+    finalizing: bool,
+    first_data: Option<Instant>,
+}
+
+impl Session {
+    fn hex_id(&self) -> String {
+        self.id.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn touch(&self) {
+        self.last_activity.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    fn idle_for(&self) -> Duration {
+        let now = self.started.elapsed().as_millis() as u64;
+        Duration::from_millis(now.saturating_sub(self.last_activity.load(Ordering::Relaxed)))
+    }
+
+    /// Read DATA frames from an extra channel until it closes or the session ends.
+    async fn run_channel(self: &Arc<Self>, kind: Kind, reader: &mut FrameReader) {
+        let mut abort = self.abort_tx.subscribe();
+        let idle = self.shared.cfg.limits.idle_timeout;
+        loop {
+            let frame = tokio::select! {
+                f = tokio::time::timeout(idle, reader.read()) => f,
+                _ = abort.changed() => return,
+            };
+            let result = match frame {
+                Err(_) if self.idle_for() < idle => continue,
+                Err(_) => Err(anyhow!("channel idle for {idle:?}")),
+                Ok(Ok(None)) => return,
+                Ok(Ok(Some((FrameType::Data, payload)))) => match DataRef::parse(payload) {
+                    Ok(d) => self.data(kind, d).await,
+                    Err(e) => Err(e.into()),
+                },
+                Ok(Ok(Some((ty, _)))) => Err(anyhow!("unexpected {} frame on a data channel", ty.name())),
+                Ok(Err(e)) => Err(e),
+            };
+            if let Err(e) = result {
+                self.abort(&format!("{kind:?} channel failed: {e:#}"));
+                return;
+            }
+        }
+    }
+
+    fn abort(&self, why: &str) {
+        if !*self.abort_tx.borrow() {
+            warn!(session = %self.hex_id(), "session aborted: {why}");
+            let _ = self.abort_tx.send(true);
+        }
+    }
+
+    async fn slot(&self, doc: u32) -> Result<Arc<DocSlot>> {
+        let deadline = Instant::now() + self.shared.cfg.limits.idle_timeout;
+        loop {
+            let notified = self.docs_changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(s) = self.docs.lock().map_err(|_| anyhow!("poisoned"))?.get(&doc) {
+                return Ok(s.clone());
+            }
+            if tokio::time::timeout_at(deadline.into(), notified).await.is_err() {
+                bail!("data for document {doc}, whose manifest never came");
+            }
+        }
+    }
+
+    async fn data(self: &Arc<Self>, kind: Kind, d: DataRef<'_>) -> Result<()> {
+        self.touch();
+        let slot = self.slot(d.doc).await?;
+        let len = d.payload.len() as u64;
+        let discard = self.shared.cfg.discard;
+        if !discard {
+            let mut err = None;
+            let write = |io: &DocIo, err: &mut Option<anyhow::Error>| -> Result<()> {
+                let f = io.file.as_ref().context("document already closed")?;
+                slot.placement.place(kind, d.offset, len, |out, within, n| {
+                    if err.is_none() {
+                        if let Err(e) = f.write_at(out, &d.payload[within as usize..(within + n) as usize]) {
+                            *err = Some(e);
+                        }
+                    }
+                })?;
+                Ok(())
+            };
+            let need_create = {
+                let io = slot.io.read().map_err(|_| anyhow!("poisoned"))?;
+                if io.closed {
+                    bail!("data for document {} after it was complete", d.doc);
+                }
+                if io.file.is_some() {
+                    write(&io, &mut err)?;
+                    false
+                } else {
+                    true
+                }
+            };
+            if need_create {
+                let mut io = slot.io.write().map_err(|_| anyhow!("poisoned"))?;
+                if io.closed {
+                    bail!("data for document {} after it was complete", d.doc);
+                }
+                if io.file.is_none() {
+                    io.file = Some(self.create_part(&slot)?);
+                }
+                write(&io, &mut err)?;
+            }
+            if let Some(e) = err {
+                return Err(e);
+            }
+        } else {
+            // Still check that the piece lies inside the stream.
+            slot.placement.place(kind, d.offset, len, |_, _, _| {})?;
+        }
+        let hash = (kind == Kind::Plain).then(|| piece_hash(d.payload));
+        self.shared.stats.bytes_received.fetch_add(len, Ordering::Relaxed);
+        {
+            let mut p = slot.progress.lock().map_err(|_| anyhow!("poisoned"))?;
+            p.first_data.get_or_insert_with(Instant::now);
+            match hash {
+                Some(h) => p.ledgers[Kind::Plain.index()].record_hashed(d.offset, len, h),
+                None => p.ledgers[Kind::Secure.index()].record_unhashed(d.offset, len),
+            }
+        }
+        self.maybe_finalize(&slot);
+        Ok(())
+    }
+
+    fn create_part(&self, slot: &DocSlot) -> Result<PartFile> {
+        let open = self.open_docs.fetch_add(1, Ordering::Relaxed);
+        if open >= 1024 {
+            bail!("too many documents open at once in one session");
+        }
+        PartFile::create(
+            &self.shared.cfg.dir,
+            &format!("{}-{}", self.hex_id(), slot.doc.doc),
+            &slot.doc.name,
+            slot.placement.output_len(),
+        )
+    }
+
+    fn maybe_finalize(self: &Arc<Self>, slot: &Arc<DocSlot>) {
+        let ready = {
+            let Ok(mut p) = slot.progress.lock() else { return };
+            let ready = !p.finalizing
+                && p.end.is_some()
+                && p.ledgers[Kind::Secure.index()].bytes() >= slot.placement.stream_len(Kind::Secure)
+                && p.ledgers[Kind::Plain.index()].bytes() >= slot.placement.stream_len(Kind::Plain);
+            if ready {
+                p.finalizing = true;
+            }
+            ready
+        };
+        if ready {
+            let s = self.clone();
+            let slot = slot.clone();
+            tokio::spawn(async move { s.finalize(slot).await });
+        }
+    }
+
+    /// Verify, restore marks, commit, acknowledge.
+    async fn finalize(self: Arc<Self>, slot: Arc<DocSlot>) {
+        let s = self.clone();
+        let sl = slot.clone();
+        let outcome = tokio::task::spawn_blocking(move || s.commit_doc(&sl)).await;
+        let (status, message, times) = match outcome {
+            Ok(Ok(times)) => (AckStatus::Ok, String::new(), times),
+            Ok(Err((status, e))) => (status, format!("{e:#}"), (0, 0, 0)),
+            Err(e) => (AckStatus::StoreError, format!("internal error: {e}"), (0, 0, 0)),
+        };
+        let name = &slot.doc.name;
+        if status == AckStatus::Ok {
+            self.shared.stats.docs_committed.fetch_add(1, Ordering::Relaxed);
+            info!(session = %self.hex_id(), doc = slot.doc.doc, %name, bytes = slot.placement.output_len(), "document committed");
+        } else {
+            self.shared.stats.docs_failed.fetch_add(1, Ordering::Relaxed);
+            warn!(session = %self.hex_id(), doc = slot.doc.doc, %name, "document failed: {message}");
+        }
+        self.open_docs.fetch_sub(1, Ordering::Relaxed);
+        self.ack(Ack { doc: slot.doc.doc, status, message, receive_us: times.0, integrate_us: times.1, commit_us: times.2 }).await;
+        // The slot stays in the map so late duplicates are recognised, but its memory is freed.
+        if let Ok(mut p) = slot.progress.lock() {
+            p.ledgers = Default::default();
+        }
+    }
+
+    async fn ack(&self, ack: Ack) {
+        let mut w = self.ctl.lock().await;
+        let r = async {
+            w.send(|o| ack.encode(o)).await?;
+            w.flush().await
+        }
+        .await;
+        if let Err(e) = r {
+            self.abort(&format!("cannot send an acknowledgement: {e:#}"));
+        }
+    }
+
+    /// Blocking part of finalisation. Returns (combine, integrate, commit) microseconds.
+    fn commit_doc(&self, slot: &DocSlot) -> Result<(u64, u64, u64), (AckStatus, anyhow::Error)> {
+        let t0 = Instant::now();
+        let integrity = |e: sieve_core::ledger::LedgerError| (AckStatus::IntegrityError, anyhow::Error::new(e));
+        {
+            let mut p = slot.progress.lock().map_err(|_| (AckStatus::StoreError, anyhow!("poisoned")))?;
+            let end = p.end.clone().ok_or_else(|| (AckStatus::ProtocolError, anyhow!("no DOC_END")))?;
+            p.ledgers[Kind::Secure.index()]
+                .finish(slot.placement.stream_len(Kind::Secure))
+                .map_err(integrity)?;
+            p.ledgers[Kind::Plain.index()]
+                .verify(slot.placement.stream_len(Kind::Plain), &end.plain_digest)
+                .map_err(integrity)?;
+        }
+        let t1 = Instant::now();
+        let store_err = |e: anyhow::Error| (AckStatus::StoreError, e);
+        let mut io = slot.io.write().map_err(|_| (AckStatus::StoreError, anyhow!("poisoned")))?;
+        io.closed = true;
+        if self.shared.cfg.discard {
+            return Ok((us(t1 - t0), 0, 0));
+        }
+        let file = match io.file.take() {
+            Some(f) => f,
+            None => self.create_part(slot).map_err(store_err)?,
+        };
+        drop(io);
+        if let Some((start, end)) = &slot.doc.marks {
+            for &(off, is_start) in slot.placement.mark_offsets() {
+                file.write_at(off, if is_start { start } else { end }).map_err(store_err)?;
+            }
+        }
+        let t2 = Instant::now();
+        file.commit().map_err(store_err)?;
+        Ok((us(t1 - t0), us(t2 - t1), us(t2.elapsed())))
+    }
+
+    async fn add_doc(self: &Arc<Self>, doc: Doc) -> Result<()> {
+        let limits = &self.shared.cfg.limits;
+        let refuse = |why: String| Ack {
+            doc: doc.doc,
+            status: AckStatus::Refused,
+            message: why,
+            receive_us: 0,
+            integrate_us: 0,
+            commit_us: 0,
+        };
+        let marks = doc.marks.as_ref().map(|(s, e)| (s.len() as u64, e.len() as u64));
+        let placement = Placement::new(&doc.layout, marks);
+        let problem = if let Err(why) = store::check_name(&doc.name) {
+            Some(format!("refused file name: {why}"))
+        } else if placement.output_len() > limits.max_doc_bytes {
+            Some(format!("{} bytes exceed this receiver's limit of {} bytes", placement.output_len(), limits.max_doc_bytes))
+        } else if self.hello.mode == Mode::SecureOnly && placement.stream_len(Kind::Plain) > 0 {
+            Some("plain bytes in a secure-only session".into())
+        } else {
+            None
+        };
+        if let Some(why) = problem {
+            warn!(session = %self.hex_id(), doc = doc.doc, name = %doc.name, "document refused: {why}");
+            self.shared.stats.docs_failed.fetch_add(1, Ordering::Relaxed);
+            self.ack(refuse(why)).await;
+            return Ok(());
+        }
+        let mut docs = self.docs.lock().map_err(|_| anyhow!("poisoned"))?;
+        if docs.len() as u32 >= limits.max_docs_per_session {
+            bail!("more than {} documents in one session", limits.max_docs_per_session);
+        }
+        if docs.contains_key(&doc.doc) {
+            bail!("document {} announced twice", doc.doc);
+        }
+        let id = doc.doc;
+        let slot = Arc::new(DocSlot { doc, placement, io: RwLock::new(DocIo::default()), progress: Mutex::new(DocProgress::default()) });
+        docs.insert(id, slot);
+        drop(docs);
+        self.docs_changed.notify_waiters();
+        Ok(())
+    }
+
+    async fn doc_end(self: &Arc<Self>, end: DocEnd) -> Result<()> {
+        let slot = self.docs.lock().map_err(|_| anyhow!("poisoned"))?.get(&end.doc).cloned();
+        let Some(slot) = slot else {
+            // A refused document: its end is expected and ignored.
+            return Ok(());
+        };
+        if end.secure_len != slot.placement.stream_len(Kind::Secure) || end.plain_len != slot.placement.stream_len(Kind::Plain) {
+            bail!("DOC_END for document {} disagrees with its manifest", end.doc);
+        }
+        {
+            let mut p = slot.progress.lock().map_err(|_| anyhow!("poisoned"))?;
+            if p.end.is_some() {
+                bail!("DOC_END for document {} sent twice", end.doc);
+            }
+            p.end = Some(end);
+        }
+        self.maybe_finalize(&slot);
+        Ok(())
+    }
+}
+
+fn us(d: Duration) -> u64 {
+    d.as_micros() as u64
+}
+
+impl Shared {
+    /// Start a session on a fresh TLS connection whose first frame was HELLO.
+    async fn start_session(
+        self: Arc<Self>,
+        hello: Hello,
+        key: JoinKey,
+        id: [u8; 16],
+        mut reader: FrameReader,
+        mut writer: FrameWriter,
+        cipher: String,
+    ) -> Result<()> {
+        if let Err(why) = check_hello(&hello) {
+            let m = message::Error { code: message::Error::PROTOCOL, message: why.clone() };
+            writer.send(|o| m.encode(o)).await?;
+            writer.flush().await?;
+            bail!("refused HELLO: {why}");
+        }
+        let reply = SessionMsg { session_id: id, plain_addr: self.advertise.clone(), max_payload: self.cfg.limits.frame.max_payload };
+        writer.send(|o| reply.encode(o)).await?;
+        writer.flush().await?;
+        let (abort_tx, _) = watch::channel(false);
+        let session = Arc::new(Session {
+            id,
+            hello: hello.clone(),
+            key,
+            shared: self.clone(),
+            joined: Mutex::new(std::collections::HashSet::new()),
+            docs: Mutex::new(HashMap::new()),
+            docs_changed: Notify::new(),
+            ctl: tokio::sync::Mutex::new(writer),
+            abort_tx,
+            last_activity: AtomicU64::new(0),
+            started: Instant::now(),
+            open_docs: AtomicU64::new(0),
+        });
+        self.sessions.lock().map_err(|_| anyhow!("poisoned"))?.insert(id, session.clone());
+        self.stats.sessions_started.fetch_add(1, Ordering::Relaxed);
+        info!(session = %session.hex_id(), mode = ?hello.mode, secure = hello.secure_channels, plain = hello.plain_channels, %cipher, "session started");
+        let result = session.control_loop(&mut reader).await;
+        self.sessions.lock().map_err(|_| anyhow!("poisoned"))?.remove(&id);
+        let _ = session.abort_tx.send(true);
+        // Drop every unfinished document: PartFile's Drop removes its temporary file.
+        let slots: Vec<_> = session.docs.lock().map(|d| d.values().cloned().collect()).unwrap_or_default();
+        for s in slots {
+            if let Ok(mut io) = s.io.write() {
+                io.closed = true;
+                io.file.take();
+            }
+        }
+        let secs = session.started.elapsed().as_secs_f64();
+        match &result {
+            Ok(()) => {
+                self.stats.sessions_completed.fetch_add(1, Ordering::Relaxed);
+                info!(session = %session.hex_id(), secs, "session finished");
+            }
+            Err(e) => {
+                self.stats.sessions_failed.fetch_add(1, Ordering::Relaxed);
+                warn!(session = %session.hex_id(), secs, "session failed: {e:#}");
+            }
+        }
+        result
+    }
+}
+
+impl Session {
+    async fn control_loop(self: &Arc<Self>, reader: &mut FrameReader) -> Result<()> {
+        let idle = self.shared.cfg.limits.idle_timeout;
+        let mut abort = self.abort_tx.subscribe();
+        loop {
+            let frame = tokio::select! {
+                f = tokio::time::timeout(idle, reader.read()) => f,
+                _ = abort.changed() => bail!("a data channel failed"),
+            };
+            let (ty, payload) = match frame {
+                Err(_) if self.idle_for() < idle => continue,
+                Err(_) => bail!("no traffic for {idle:?}"),
+                Ok(Ok(None)) => bail!("the sender closed channel 0 before saying goodbye"),
+                Ok(Err(e)) => return Err(e),
+                Ok(Ok(Some(f))) => f,
+            };
+            self.touch();
+            match ty {
+                FrameType::Data => self.data(Kind::Secure, DataRef::parse(payload)?).await?,
+                FrameType::Doc => {
+                    let doc = Doc::parse_with_max_segments(payload, self.shared.cfg.limits.max_segments)?;
+                    self.add_doc(doc).await?
+                }
+                FrameType::DocEnd => self.doc_end(DocEnd::parse(payload)?).await?,
+                FrameType::Bye => return Ok(()),
+                other => bail!("unexpected {} frame on channel 0", other.name()),
+            }
+        }
+    }
+}

@@ -1,0 +1,579 @@
+//! The sender (`sieve send`): sieve, connect, split, send, and wait for durable acknowledgements.
+//!
+//! Order of work, and what the thesis's metrics (§5.1.1) measure:
+//! 1. *sieve*: every document is prepared (marks found) before the network is touched, so a badly
+//!    marked file fails with nothing sent;
+//! 2. *connect*: channel 0 (TLS handshake), HELLO/SESSION, then the extra TLS channels (resumed
+//!    sessions) and the plain channels, each joining with its token;
+//! 3. *split*: the plan of each stream over its channels (ES/SS/BFS/BES/BSS) or the dynamic
+//!    scheduler;
+//! 4. *transfer*: manifests over channel 0, pieces over every channel at once, a DOC_END with the
+//!    cleartext digest per document, until every document is acknowledged.
+//!
+//! Response time = sieve + split + transfer until the last acknowledgement (which includes the
+//! receiver's combine, integrate and commit); total time = connect + response.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use rustls::pki_types::ServerName;
+use serde::Serialize;
+use sieve_core::batch::BatchSplit;
+use sieve_core::chunk::ChunkScheduler;
+use sieve_core::frame::Limits;
+use sieve_core::ledger::{piece_hash, Ledger};
+use sieve_core::message::{self, AckStatus, Doc, DocEnd, Hello, Join, Message, Mode};
+use sieve_core::split::Split;
+use sieve_core::{Kind, Piece, Plan};
+use tokio::net::TcpStream;
+use tokio::sync::Mutex as AsyncMutex;
+use tokio::task::JoinSet;
+use tokio_rustls::TlsConnector;
+
+use crate::conn::{FrameReader, FrameWriter};
+use crate::source::{Classify, Source};
+use crate::tls::{suite_name, EXPORTER_LABEL};
+use crate::token::JoinKey;
+
+/// Everything `sieve send` needs besides the files.
+#[derive(Clone)]
+pub struct SendConfig {
+    /// The receiver's TLS address, `host:port`.
+    pub to: String,
+    /// Name to verify in the receiver's certificate (default: the host of `to`).
+    pub server_name: Option<String>,
+    pub tls: Arc<rustls::ClientConfig>,
+    pub mode: Mode,
+    pub secure_channels: u8,
+    pub plain_channels: u8,
+    pub split: Split,
+    pub batch_split: BatchSplit,
+    pub classify: Classify,
+    /// Bytes per data frame (and per dynamic chunk).
+    pub chunk: u32,
+    /// Give up when nothing moves for this long.
+    pub idle_timeout: Duration,
+}
+
+/// Live counters for a progress display.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub total_bytes: AtomicU64,
+    pub docs: AtomicU64,
+    pub docs_acked: AtomicU64,
+    /// Bytes sent per channel: secure channels first, then plain channels.
+    pub per_channel: Mutex<Vec<Arc<AtomicU64>>>,
+}
+
+impl Progress {
+    pub fn sent(&self) -> u64 {
+        self.per_channel.lock().map(|v| v.iter().map(|c| c.load(Ordering::Relaxed)).sum()).unwrap_or(0)
+    }
+}
+
+/// Outcome of one document.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocReport {
+    pub name: String,
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub ok: bool,
+    pub error: Option<String>,
+}
+
+/// One session's measurements (DESIGN.md §7), printed by `--json`.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct SessionReport {
+    pub mode: String,
+    pub secure_channels: u8,
+    pub plain_channels: u8,
+    pub split: String,
+    pub batch_split: String,
+    pub docs: usize,
+    pub docs_ok: usize,
+    pub bytes: u64,
+    pub secure_bytes: u64,
+    pub plain_bytes: u64,
+    pub connect_ms: f64,
+    pub connect_first_tls_ms: f64,
+    pub connect_extra_tls_ms: f64,
+    pub connect_plain_ms: f64,
+    pub tls_resumed: usize,
+    pub response_ms: f64,
+    pub total_ms: f64,
+    pub sieve_ms: f64,
+    pub split_ms: f64,
+    pub transfer_ms: f64,
+    pub combine_ms: f64,
+    pub integrate_ms: f64,
+    pub commit_ms: f64,
+    pub cpu_ms: f64,
+    pub cipher: String,
+    pub failures: Vec<DocReport>,
+    #[serde(skip)]
+    pub documents: Vec<DocReport>,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// CPU time (user + system) of this process so far.
+pub fn process_cpu() -> Duration {
+    // /proc/self/stat fields 14 and 15 are utime and stime in clock ticks (USER_HZ, 100 on Linux).
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return Duration::ZERO };
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { return Duration::ZERO };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = f.get(11).and_then(|s| s.parse().ok()).unwrap_or(0) + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+type Tls = tokio_rustls::client::TlsStream<TcpStream>;
+
+async fn tls_connect(cfg: &SendConfig, connector: &TlsConnector, name: &ServerName<'static>) -> Result<(Tls, bool)> {
+    let tcp = TcpStream::connect(&cfg.to).await.with_context(|| {
+        format!("cannot connect to the receiver at {} (is `sieve serve` running there?)", cfg.to)
+    })?;
+    let _ = tcp.set_nodelay(true);
+    let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+        anyhow!(
+            "TLS handshake with {} failed: {e}. Check that --ca is the CA that signed the receiver's certificate \
+             and that the certificate is valid for the host name you used",
+            cfg.to
+        )
+    })?;
+    let resumed = tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+    Ok((tls, resumed))
+}
+
+async fn join(mut r: FrameReader, mut w: FrameWriter, join: Join, what: &str) -> Result<FrameWriter> {
+    w.send(|o| join.encode(o)).await?;
+    w.flush().await?;
+    match r.message().await.with_context(|| format!("{what} was not accepted"))? {
+        Message::JoinOk(_) => Ok(w),
+        Message::Error(e) => bail!("{what} refused: {}", e.message),
+        other => bail!("{what}: unexpected answer {other:?}"),
+    }
+}
+
+/// Per-kind source of pieces for the channels.
+enum Work {
+    /// A precomputed thesis plan: channel i takes `plan.channels[i]` in order.
+    Plan(Vec<Mutex<std::vec::IntoIter<Piece>>>),
+    /// Whoever is free takes the next chunk.
+    Dynamic(Mutex<ChunkScheduler>),
+}
+
+impl Work {
+    fn new(plan: Option<Plan>, lens: &[u64], chunk: u64) -> Work {
+        match plan {
+            Some(p) => Work::Plan(p.channels.into_iter().map(|c| Mutex::new(c.into_iter())).collect()),
+            None => Work::Dynamic(Mutex::new(ChunkScheduler::new(lens, chunk))),
+        }
+    }
+
+    fn next(&self, channel: usize) -> Option<Piece> {
+        match self {
+            Work::Plan(ch) => ch.get(channel)?.lock().ok()?.next(),
+            Work::Dynamic(s) => s.lock().ok()?.next(),
+        }
+    }
+}
+
+struct Shared {
+    sources: Vec<Source>,
+    work: [Work; 2],
+    /// Bytes of each document not yet sent (both kinds).
+    remaining: Vec<AtomicU64>,
+    plain_ledgers: Vec<Mutex<Ledger>>,
+    ctl: AsyncMutex<FrameWriter>,
+    chunk: usize,
+}
+
+impl Shared {
+    async fn send_doc_end(&self, doc: usize) -> Result<()> {
+        let src = &self.sources[doc];
+        let digest = self.plain_ledgers[doc]
+            .lock()
+            .map_err(|_| anyhow!("poisoned"))?
+            .finish(src.stream_len(Kind::Plain))
+            .context("internal error: the sender's own ledger is inconsistent")?;
+        let end = DocEnd {
+            doc: doc as u32,
+            plain_digest: digest,
+            secure_len: src.stream_len(Kind::Secure),
+            plain_len: src.stream_len(Kind::Plain),
+        };
+        let mut w = self.ctl.lock().await;
+        w.send(|o| end.encode(o)).await?;
+        w.flush().await
+    }
+
+    /// Send every piece this channel is given. `w` is `None` for channel 0, which shares `ctl`.
+    async fn channel(&self, kind: Kind, idx: usize, mut w: Option<FrameWriter>, counter: Arc<AtomicU64>) -> Result<()> {
+        let mut buf = vec![0u8; self.chunk];
+        while let Some(piece) = self.work[kind.index()].next(idx) {
+            let src = &self.sources[piece.doc as usize];
+            let mut off = piece.offset;
+            let end = piece.offset + piece.len;
+            while off < end {
+                let n = ((end - off) as usize).min(self.chunk);
+                let bytes = &mut buf[..n];
+                tokio::task::block_in_place(|| src.read(kind, off, bytes))?;
+                if kind == Kind::Plain {
+                    let h = piece_hash(bytes);
+                    self.plain_ledgers[piece.doc as usize]
+                        .lock()
+                        .map_err(|_| anyhow!("poisoned"))?
+                        .record_hashed(off, n as u64, h);
+                }
+                match w.as_mut() {
+                    Some(w) => w.data(piece.doc, off, bytes).await?,
+                    None => {
+                        let mut c = self.ctl.lock().await;
+                        c.data(piece.doc, off, bytes).await?;
+                    }
+                }
+                counter.fetch_add(n as u64, Ordering::Relaxed);
+                off += n as u64;
+                let left = self.remaining[piece.doc as usize].fetch_sub(n as u64, Ordering::AcqRel) - n as u64;
+                if left == 0 {
+                    // Everything of this document is written to its channels; the pieces on
+                    // other channels went out before their counters dropped, so flush ours too.
+                    if let Some(w) = w.as_mut() {
+                        w.flush().await?;
+                    } else {
+                        self.ctl.lock().await.flush().await?;
+                    }
+                    self.send_doc_end(piece.doc as usize).await?;
+                }
+            }
+        }
+        match w.as_mut() {
+            Some(w) => {
+                w.flush().await?;
+                w.shutdown().await?;
+            }
+            None => self.ctl.lock().await.flush().await?,
+        }
+        Ok(())
+    }
+}
+
+/// Send `files` in one session.
+pub async fn send(cfg: &SendConfig, files: &[PathBuf], progress: Arc<Progress>) -> Result<SessionReport> {
+    if files.is_empty() {
+        bail!("no files to send");
+    }
+    let cpu0 = process_cpu();
+    let secure_only = cfg.mode == Mode::SecureOnly;
+    let n_secure = cfg.secure_channels.clamp(1, 16);
+    let n_plain = if secure_only { 0 } else { cfg.plain_channels.clamp(1, 16) };
+
+    // 1. Sieve.
+    let t_sieve = Instant::now();
+    let classify = if secure_only {
+        match &cfg.classify {
+            // Secure-only keeps the bytes as they are, unless marks must be stripped.
+            Classify::Marks(m) if m.strip => Classify::Marks(m.clone()),
+            _ => Classify::All,
+        }
+    } else {
+        cfg.classify.clone()
+    };
+    let files_owned = files.to_vec();
+    let mut sources = tokio::task::spawn_blocking(move || {
+        files_owned.iter().map(|f| Source::prepare(f, &classify)).collect::<Result<Vec<_>>>()
+    })
+    .await??;
+    if secure_only {
+        // Everything classified: one secure segment per document.
+        for s in &mut sources {
+            s.set_all_secure();
+        }
+    }
+    let sieve_time = t_sieve.elapsed();
+    let total_bytes: u64 = sources.iter().map(|s| s.output_len()).sum();
+    progress.total_bytes.store(sources.iter().map(|s| s.layout.content_len()).sum(), Ordering::Relaxed);
+    progress.docs.store(sources.len() as u64, Ordering::Relaxed);
+
+    // 2. Connect.
+    let t_connect = Instant::now();
+    let host = cfg.server_name.clone().unwrap_or_else(|| host_of(&cfg.to));
+    let name = ServerName::try_from(host.clone()).map_err(|_| anyhow!("'{host}' is not a valid server name"))?;
+    let connector = TlsConnector::from(cfg.tls.clone());
+    let (tls0, _) = tls_connect(cfg, &connector, &name).await?;
+    let first_tls = t_connect.elapsed();
+    let cipher = suite_name(tls0.get_ref().1.negotiated_cipher_suite());
+    let mut exported = [0u8; 32];
+    tls0.get_ref().1.export_keying_material(&mut exported, EXPORTER_LABEL, None)?;
+    let (r0, w0) = tokio::io::split(tls0);
+    let limits = Limits::default();
+    let mut reader0 = FrameReader::new(Box::new(r0), limits);
+    let mut writer0 = FrameWriter::new(Box::new(w0));
+    let hello = Hello {
+        version: message::PROTOCOL_VERSION,
+        mode: cfg.mode,
+        secure_channels: n_secure,
+        plain_channels: n_plain,
+        split: split_code(cfg.split),
+        batch_split: batch_code(cfg.batch_split),
+        chunk_size: cfg.chunk,
+        docs: sources.len() as u32,
+    };
+    writer0.send(|o| hello.encode(o)).await?;
+    writer0.flush().await?;
+    let session = match reader0.message().await.context("the receiver closed the connection after HELLO")? {
+        Message::Session(s) => s,
+        Message::Error(e) => bail!("the receiver refused the session: {}", e.message),
+        other => bail!("unexpected answer to HELLO: {other:?}"),
+    };
+    let key = JoinKey::derive(&exported, &session.session_id);
+
+    let t_extra = Instant::now();
+    let mut extra = JoinSet::new();
+    for i in 1..n_secure {
+        let (cfg, connector, name, key) = (cfg.clone(), connector.clone(), name.clone(), key.clone());
+        let sid = session.session_id;
+        extra.spawn(async move {
+            let (tls, resumed) = tls_connect(&cfg, &connector, &name).await?;
+            let (r, w) = tokio::io::split(tls);
+            let j = Join { session_id: sid, kind: Kind::Secure, index: i, token: key.token(Kind::Secure, i) };
+            let w = join(FrameReader::new(Box::new(r), limits), FrameWriter::new(Box::new(w)), j, "a secure channel").await?;
+            anyhow::Ok((i, w, resumed))
+        });
+    }
+    let mut secure_writers: Vec<Option<FrameWriter>> = (0..n_secure).map(|_| None).collect();
+    let mut resumed = 0;
+    while let Some(r) = extra.join_next().await {
+        let (i, w, res) = r??;
+        secure_writers[i as usize] = Some(w);
+        resumed += usize::from(res);
+    }
+    let extra_tls = t_extra.elapsed();
+
+    let t_plain = Instant::now();
+    let plain_addr = resolve_plain(&session.plain_addr, &cfg.to)?;
+    let mut plains = JoinSet::new();
+    for i in 0..n_plain {
+        let key = key.clone();
+        let sid = session.session_id;
+        plains.spawn(async move {
+            let tcp = TcpStream::connect(plain_addr).await.with_context(|| {
+                format!("cannot open a plain channel to {plain_addr} (the address the receiver advertised; see --plain-advertise)")
+            })?;
+            let _ = tcp.set_nodelay(true);
+            let (r, w) = tcp.into_split();
+            let j = Join { session_id: sid, kind: Kind::Plain, index: i, token: key.token(Kind::Plain, i) };
+            let w = join(FrameReader::new(Box::new(r), limits), FrameWriter::new(Box::new(w)), j, "a plain channel").await?;
+            anyhow::Ok((i, w))
+        });
+    }
+    let mut plain_writers: Vec<Option<FrameWriter>> = (0..n_plain).map(|_| None).collect();
+    while let Some(r) = plains.join_next().await {
+        let (i, w) = r??;
+        plain_writers[i as usize] = Some(w);
+    }
+    let plain_time = t_plain.elapsed();
+    let connect_time = t_connect.elapsed();
+
+    // 3. Split.
+    let t_split = Instant::now();
+    let work = [Kind::Plain, Kind::Secure].map(|kind| {
+        let k = if kind == Kind::Secure { n_secure } else { n_plain.max(1) } as usize;
+        let lens: Vec<u64> = sources.iter().map(|s| s.stream_len(kind)).collect();
+        let plan = if sources.len() == 1 {
+            cfg.split.plan(&sources[0].layout.lens_of(kind), k)
+        } else {
+            let docs: Vec<Vec<u64>> = sources.iter().map(|s| s.layout.lens_of(kind)).collect();
+            cfg.batch_split.plan(&docs, k)
+        };
+        Work::new(plan, &lens, u64::from(cfg.chunk))
+    });
+    let split_time = t_split.elapsed();
+
+    // 4. Transfer.
+    let t_transfer = Instant::now();
+    for (i, s) in sources.iter().enumerate() {
+        let doc = Doc { doc: i as u32, name: s.name.clone(), layout: s.layout.clone(), marks: s.marks.clone() };
+        writer0.send(|o| doc.encode(o)).await?;
+    }
+    writer0.flush().await?;
+    let remaining = sources.iter().map(|s| AtomicU64::new(s.layout.content_len())).collect();
+    let plain_ledgers = sources.iter().map(|_| Mutex::new(Ledger::new())).collect();
+    let secure_bytes: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
+    let plain_bytes: u64 = sources.iter().map(|s| s.stream_len(Kind::Plain)).sum();
+    let shared = Arc::new(Shared { sources, work, remaining, plain_ledgers, ctl: AsyncMutex::new(writer0), chunk: cfg.chunk as usize });
+    for (i, s) in shared.sources.iter().enumerate() {
+        if s.layout.content_len() == 0 {
+            shared.send_doc_end(i).await?;
+        }
+    }
+    let mut counters = Vec::new();
+    let mut tasks: JoinSet<Result<()>> = JoinSet::new();
+    for (i, w) in secure_writers.into_iter().enumerate() {
+        let c = Arc::new(AtomicU64::new(0));
+        counters.push(c.clone());
+        let sh = shared.clone();
+        tasks.spawn(async move { sh.channel(Kind::Secure, i, w, c).await.with_context(|| format!("secure channel {i}")) });
+    }
+    for (i, w) in plain_writers.into_iter().enumerate() {
+        let c = Arc::new(AtomicU64::new(0));
+        counters.push(c.clone());
+        let sh = shared.clone();
+        tasks.spawn(async move { sh.channel(Kind::Plain, i, w, c).await.with_context(|| format!("plain channel {i}")) });
+    }
+    if let Ok(mut pc) = progress.per_channel.lock() {
+        *pc = counters;
+    }
+
+    // Acknowledgements arrive on channel 0 while the channels send.
+    let n_docs = shared.sources.len();
+    let mut acks: Vec<Option<message::Ack>> = vec![None; n_docs];
+    let mut acked = 0usize;
+    let mut sending_done = false;
+    let mut last_progress = (progress.sent(), acked);
+    while acked < n_docs {
+        tokio::select! {
+            r = tasks.join_next(), if !sending_done => match r {
+                None => sending_done = true,
+                Some(Ok(Ok(()))) => {}
+                Some(Ok(Err(e))) => { tasks.abort_all(); return Err(e.context("sending failed; documents not acknowledged were not delivered")); }
+                Some(Err(e)) => { tasks.abort_all(); bail!("a channel task failed: {e}"); }
+            },
+            m = tokio::time::timeout(cfg.idle_timeout, reader0.message()) => match m {
+                Err(_) => {
+                    let now = (progress.sent(), acked);
+                    if now == last_progress {
+                        tasks.abort_all();
+                        bail!("no progress for {:?}: the receiver stopped answering ({acked} of {n_docs} documents acknowledged)", cfg.idle_timeout);
+                    }
+                    last_progress = now;
+                }
+                Ok(Err(e)) => {
+                    tasks.abort_all();
+                    return Err(e.context(format!(
+                        "lost the connection to the receiver; {acked} of {n_docs} documents were acknowledged, the others were not delivered"
+                    )));
+                }
+                Ok(Ok(Message::Ack(a))) => {
+                    let i = a.doc as usize;
+                    if i >= n_docs || acks[i].is_some() {
+                        bail!("the receiver acknowledged document {} twice or out of range", a.doc);
+                    }
+                    acks[i] = Some(a);
+                    acked += 1;
+                    progress.docs_acked.store(acked as u64, Ordering::Relaxed);
+                }
+                Ok(Ok(Message::Error(e))) => { tasks.abort_all(); bail!("the receiver ended the session: {}", e.message); }
+                Ok(Ok(other)) => { tasks.abort_all(); bail!("unexpected message from the receiver: {other:?}"); }
+            }
+        }
+    }
+    // Every document is answered; refused ones may leave channels with nothing to do.
+    while let Some(r) = tasks.join_next().await {
+        r.map_err(|e| anyhow!("a channel task failed: {e}"))??;
+    }
+    let transfer_time = t_transfer.elapsed();
+    {
+        let mut w = shared.ctl.lock().await;
+        w.send(|o| message::Bye {}.encode(o)).await?;
+        w.flush().await?;
+        let _ = w.shutdown().await;
+    }
+
+    let mut report = SessionReport {
+        mode: if secure_only { "secure-only" } else { "sieve" }.into(),
+        secure_channels: n_secure,
+        plain_channels: n_plain,
+        split: cfg.split.to_string(),
+        batch_split: cfg.batch_split.to_string(),
+        docs: n_docs,
+        bytes: total_bytes,
+        secure_bytes,
+        plain_bytes,
+        connect_ms: ms(connect_time),
+        connect_first_tls_ms: ms(first_tls),
+        connect_extra_tls_ms: ms(extra_tls),
+        connect_plain_ms: ms(plain_time),
+        tls_resumed: resumed,
+        sieve_ms: ms(sieve_time),
+        split_ms: ms(split_time),
+        transfer_ms: ms(transfer_time),
+        cipher,
+        ..Default::default()
+    };
+    report.response_ms = report.sieve_ms + report.split_ms + report.transfer_ms;
+    report.total_ms = report.connect_ms + report.response_ms;
+    for (i, a) in acks.into_iter().enumerate() {
+        let src = &shared.sources[i];
+        let a = a.context("internal error: missing acknowledgement")?;
+        report.combine_ms += a.receive_us as f64 / 1000.0;
+        report.integrate_ms += a.integrate_us as f64 / 1000.0;
+        report.commit_ms += a.commit_us as f64 / 1000.0;
+        let ok = a.status == AckStatus::Ok;
+        let d = DocReport {
+            name: src.name.clone(),
+            path: src.path.clone(),
+            bytes: src.output_len(),
+            ok,
+            error: (!ok).then(|| format!("{:?}: {}", a.status, a.message)),
+        };
+        if ok {
+            report.docs_ok += 1;
+        } else {
+            report.failures.push(d.clone());
+        }
+        report.documents.push(d);
+    }
+    report.cpu_ms = ms(process_cpu().saturating_sub(cpu0));
+    Ok(report)
+}
+
+fn host_of(addr: &str) -> String {
+    match addr.rsplit_once(':') {
+        Some((h, _)) => h.trim_start_matches('[').trim_end_matches(']').to_string(),
+        None => addr.to_string(),
+    }
+}
+
+/// The advertised plain address; an unspecified host (0.0.0.0) means "the host I reached".
+fn resolve_plain(advertised: &str, to: &str) -> Result<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let mut addr = advertised
+        .to_socket_addrs()
+        .with_context(|| format!("the receiver advertised an unusable plain address '{advertised}'"))?
+        .next()
+        .with_context(|| format!("the receiver advertised an unusable plain address '{advertised}'"))?;
+    if addr.ip().is_unspecified() {
+        let ip = to
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .map(|a| a.ip())
+            .context("cannot resolve the receiver's address")?;
+        addr.set_ip(ip);
+    }
+    Ok(addr)
+}
+
+fn split_code(s: Split) -> u8 {
+    match s {
+        Split::Dynamic => message::SPLIT_DYNAMIC,
+        Split::Even => message::SPLIT_EVEN,
+        Split::Segment => message::SPLIT_SEGMENT,
+    }
+}
+
+fn batch_code(s: BatchSplit) -> u8 {
+    match s {
+        BatchSplit::Dynamic => message::SPLIT_DYNAMIC,
+        BatchSplit::File => message::SPLIT_FILE,
+        BatchSplit::Even => message::SPLIT_EVEN,
+        BatchSplit::Segment => message::SPLIT_SEGMENT,
+    }
+}

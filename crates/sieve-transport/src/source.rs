@@ -1,0 +1,178 @@
+//! The sender's documents: sieved once, then read piece by piece straight from the file.
+//!
+//! Preparing a document is the thesis's `sieve()`: one streaming pass over the file finds the
+//! marks (or a ranges file supplies the ranges) and yields the layout plus the runs of the file
+//! that make up the content. Nothing is held in memory but those runs; every piece a channel
+//! sends is read from the file with a positional read when it is needed.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use sieve_core::marks::{Collector, Event, Extent, MarkConfig, MarkParser};
+use sieve_core::sieve::Placement;
+use sieve_core::{ranges_file, Kind, Layout};
+
+/// How the classified ranges of a document are found.
+#[derive(Debug, Clone)]
+pub enum Classify {
+    /// Everything is classified and the file is sent as it is (secure-only mode).
+    All,
+    /// Inline marks.
+    Marks(MarkConfig),
+    /// A JSON ranges file over the raw bytes.
+    RangesFile(PathBuf),
+}
+
+/// A document ready to send.
+#[derive(Debug)]
+pub struct Source {
+    pub path: PathBuf,
+    /// The base name the receiver will store it under.
+    pub name: String,
+    pub layout: Layout,
+    /// Mark strings the receiver puts back around classified segments, if any.
+    pub marks: Option<(Vec<u8>, Vec<u8>)>,
+    file: File,
+    /// Content as runs of the file, with the content offset where each run starts.
+    extents: Vec<Extent>,
+    content_starts: Vec<u64>,
+    /// Stream offset → content offset.
+    streams: Placement,
+}
+
+impl Source {
+    /// Open and sieve `path`.
+    pub fn prepare(path: &Path, how: &Classify) -> Result<Source> {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .with_context(|| format!("{} has no usable file name", path.display()))?
+            .to_string();
+        let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let len = file.metadata().with_context(|| format!("cannot stat {}", path.display()))?.len();
+        let whole = || vec![Extent { raw: 0, len }];
+        let (layout, extents, marks) = match how {
+            Classify::All => (Layout::whole(Kind::Secure, len), whole(), None),
+            Classify::RangesFile(rf) => {
+                let json = std::fs::read(rf).with_context(|| format!("cannot read the ranges file {}", rf.display()))?;
+                let ranges = ranges_file::parse(&json, len).with_context(|| format!("in {}", rf.display()))?;
+                (Layout::from_ranges(len, ranges.as_slice()), whole(), None)
+            }
+            Classify::Marks(cfg) => {
+                let mut parser = MarkParser::new(cfg.clone())?;
+                let mut col = Collector::default();
+                let mut sink = |ev: Event<'_>| col.event(ev);
+                let mut buf = vec![0u8; 1 << 20];
+                loop {
+                    let n = file.read(&mut buf).with_context(|| format!("cannot read {}", path.display()))?;
+                    if n == 0 {
+                        break;
+                    }
+                    parser
+                        .feed(&buf[..n], &mut sink)
+                        .with_context(|| format!("{} is not correctly marked", path.display()))?;
+                }
+                parser.finish(&mut sink).with_context(|| format!("{} is not correctly marked", path.display()))?;
+                let parsed = col.finish();
+                let marks = (!cfg.strip).then(|| (cfg.start.clone(), cfg.end.clone()));
+                (parsed.layout(), parsed.extents, marks)
+            }
+        };
+        let mut content_starts = Vec::with_capacity(extents.len());
+        let mut pos = 0;
+        for e in &extents {
+            content_starts.push(pos);
+            pos += e.len;
+        }
+        if pos != layout.content_len() {
+            bail!("internal error: content runs ({pos} bytes) disagree with the layout");
+        }
+        let streams = Placement::new(&layout, None);
+        Ok(Source { path: path.to_path_buf(), name, layout, marks, file, extents, content_starts, streams })
+    }
+
+    /// Treat the whole content as classified (secure-only mode): one secure segment, no marks.
+    pub fn set_all_secure(&mut self) {
+        self.layout = Layout::whole(Kind::Secure, self.layout.content_len());
+        self.marks = None;
+        self.streams = Placement::new(&self.layout, None);
+    }
+
+    pub fn stream_len(&self, kind: Kind) -> u64 {
+        self.layout.stream_len(kind)
+    }
+
+    /// Length of the document the receiver writes.
+    pub fn output_len(&self) -> u64 {
+        let m = self.marks.as_ref().map(|(s, e)| (s.len() as u64, e.len() as u64));
+        Placement::new(&self.layout, m).output_len()
+    }
+
+    /// Read `buf.len()` bytes of the `kind` stream starting at `offset`.
+    pub fn read(&self, kind: Kind, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let mut err = None;
+        self.streams.place(kind, offset, buf.len() as u64, |content, within, len| {
+            if err.is_none() {
+                if let Err(e) = self.read_content(content, &mut buf[within as usize..(within + len) as usize]) {
+                    err = Some(e);
+                }
+            }
+        })?;
+        err.map_or(Ok(()), Err)
+    }
+
+    fn read_content(&self, mut content: u64, mut buf: &mut [u8]) -> Result<()> {
+        let mut i = self.content_starts.partition_point(|&s| s <= content).saturating_sub(1);
+        while !buf.is_empty() {
+            let e = self.extents.get(i).context("read past the end of the content")?;
+            let within = content - self.content_starts[i];
+            let n = ((e.len - within) as usize).min(buf.len());
+            let (head, tail) = buf.split_at_mut(n);
+            self.file
+                .read_exact_at(head, e.raw + within)
+                .with_context(|| format!("cannot read {} (did it change while being sent?)", self.path.display()))?;
+            buf = tail;
+            content += n as u64;
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_streams_through_marks_and_escapes() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("doc.txt");
+        std::fs::write(&p, b"ab<$S>cd<$E>e\\<$S>f<$S>gh<$E>").unwrap();
+        let strip = MarkConfig { strip: true, ..MarkConfig::default() };
+        let s = Source::prepare(&p, &Classify::Marks(strip)).unwrap();
+        let mut plain = vec![0; s.stream_len(Kind::Plain) as usize];
+        s.read(Kind::Plain, 0, &mut plain).unwrap();
+        assert_eq!(plain, b"abe<$S>f");
+        let mut sec = vec![0; 3];
+        s.read(Kind::Secure, 1, &mut sec).unwrap();
+        assert_eq!(sec, b"dgh");
+        assert!(s.marks.is_none());
+        let s = Source::prepare(&p, &Classify::Marks(MarkConfig::default())).unwrap();
+        assert_eq!(s.output_len(), 29);
+        let mut plain = vec![0; s.stream_len(Kind::Plain) as usize];
+        s.read(Kind::Plain, 0, &mut plain).unwrap();
+        assert_eq!(plain, b"abe\\<$S>f");
+    }
+
+    #[test]
+    fn badly_marked_files_fail_with_the_offset() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("bad.txt");
+        std::fs::write(&p, b"0123<$S>").unwrap();
+        let e = Source::prepare(&p, &Classify::Marks(MarkConfig::default())).unwrap_err();
+        assert!(format!("{e:#}").contains("byte 4"), "{e:#}");
+    }
+}
