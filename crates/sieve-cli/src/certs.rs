@@ -4,7 +4,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose,
+};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -21,8 +24,8 @@ pub struct Args {
 }
 
 fn write_private(path: &Path, contents: &str) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let mut f = fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -36,9 +39,18 @@ fn write_private(path: &Path, contents: &str) -> Result<()> {
 
 pub fn run(args: &Args) -> Result<()> {
     make(&args.dir, &args.names, args.client)?;
-    eprintln!("wrote a development CA and certificates for localhost/127.0.0.1 to {}", args.dir.display());
-    eprintln!("  receiver: sieve serve --cert {0}/server.pem --key {0}/server.key --dir OUT", args.dir.display());
-    eprintln!("  sender:   sieve send --ca {}/ca.pem FILE...", args.dir.display());
+    eprintln!(
+        "wrote a development CA and certificates for localhost/127.0.0.1 to {}",
+        args.dir.display()
+    );
+    eprintln!(
+        "  receiver: sieve serve --cert {0}/server.pem --key {0}/server.key --dir OUT",
+        args.dir.display()
+    );
+    eprintln!(
+        "  sender:   sieve send --ca {}/ca.pem FILE...",
+        args.dir.display()
+    );
     Ok(())
 }
 
@@ -47,15 +59,26 @@ pub fn make(dir: &Path, extra_names: &[String], client: bool) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut ca = CertificateParams::new(Vec::<String>::new())?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name.push(DnType::CommonName, "security sieve development CA");
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca.distinguished_name
+        .push(DnType::CommonName, "security sieve development CA");
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     let ca_key = KeyPair::generate()?;
     let ca_cert = ca.self_signed(&ca_key)?;
 
-    let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+    let mut names = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ];
     names.extend(extra_names.iter().cloned());
     let mut server = CertificateParams::new(names)?;
-    server.distinguished_name.push(DnType::CommonName, "security sieve receiver");
+    server
+        .distinguished_name
+        .push(DnType::CommonName, "security sieve receiver");
     server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let server_key = KeyPair::generate()?;
     let server_cert = server.signed_by(&server_key, &ca_cert, &ca_key)?;
@@ -66,7 +89,8 @@ pub fn make(dir: &Path, extra_names: &[String], client: bool) -> Result<()> {
     write_private(&dir.join("server.key"), &server_key.serialize_pem())?;
     if client {
         let mut c = CertificateParams::new(Vec::<String>::new())?;
-        c.distinguished_name.push(DnType::CommonName, "security sieve sender");
+        c.distinguished_name
+            .push(DnType::CommonName, "security sieve sender");
         c.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         let key = KeyPair::generate()?;
         let cert = c.signed_by(&key, &ca_cert, &ca_key)?;

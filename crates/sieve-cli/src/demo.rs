@@ -35,7 +35,11 @@ pub struct Args {
 
 impl Default for Args {
     fn default() -> Self {
-        Args { size: 64_000_000, proportion: 0.1, rounds: 5 }
+        Args {
+            size: 64_000_000,
+            proportion: 0.1,
+            rounds: 5,
+        }
     }
 }
 
@@ -60,7 +64,12 @@ pub async fn run(args: &Args) -> Result<()> {
     crate::certs::make(&certs, &[], false)?;
     eprintln!("demo: certificates in {}", certs.display());
 
-    let tls = ServerTls { cert: certs.join("server.pem"), key: certs.join("server.key"), client_ca: None }.config()?;
+    let tls = ServerTls {
+        cert: certs.join("server.pem"),
+        key: certs.join("server.key"),
+        client_ca: None,
+    }
+    .config()?;
     let any: SocketAddr = "127.0.0.1:0".parse()?;
     let receiver = Receiver::bind(ServeConfig {
         dir: out.clone(),
@@ -73,7 +82,12 @@ pub async fn run(args: &Args) -> Result<()> {
     })
     .await?;
     let to = receiver.tls_addr().to_string();
-    eprintln!("demo: receiver on {} (TLS) and {} (plain), writing to {}", to, receiver.plain_addr(), out.display());
+    eprintln!(
+        "demo: receiver on {} (TLS) and {} (plain), writing to {}",
+        to,
+        receiver.plain_addr(),
+        out.display()
+    );
     let server = tokio::spawn(receiver.run());
 
     let pct = (args.proportion * 100.0).round() as u32;
@@ -81,13 +95,29 @@ pub async fn run(args: &Args) -> Result<()> {
     let doc: PathBuf = tmp.path().join(&name);
     {
         let mut w = std::io::BufWriter::new(std::fs::File::create(&doc)?);
-        write_xp(XpSpec { size: args.size, proportion: args.proportion, seed: 1 }, &mut w)?;
+        write_xp(
+            XpSpec {
+                size: args.size,
+                proportion: args.proportion,
+                seed: 1,
+            },
+            &mut w,
+        )?;
         std::io::Write::flush(&mut w)?;
     }
     let original = std::fs::read(&doc)?;
-    eprintln!("demo: generated {name} ({} bytes, P = {})", original.len(), args.proportion);
+    eprintln!(
+        "demo: generated {name} ({} bytes, P = {})",
+        original.len(),
+        args.proportion
+    );
 
-    let client = ClientTls { ca: &certs.join("ca.pem"), cipher: None, identity: None }.config()?;
+    let client = ClientTls {
+        ca: &certs.join("ca.pem"),
+        cipher: None,
+        identity: None,
+    }
+    .config()?;
     let base = SendConfig {
         to,
         server_name: Some("localhost".into()),
@@ -104,8 +134,16 @@ pub async fn run(args: &Args) -> Result<()> {
     let mut results: [Vec<SessionReport>; 2] = [Vec::new(), Vec::new()];
     for round in 0..args.rounds {
         for (i, mode) in [Mode::SecureOnly, Mode::Sieve].into_iter().enumerate() {
-            let cfg = SendConfig { mode, ..base.clone() };
-            let r = sender::send(&cfg, std::slice::from_ref(&doc), Arc::new(Progress::default())).await?;
+            let cfg = SendConfig {
+                mode,
+                ..base.clone()
+            };
+            let r = sender::send(
+                &cfg,
+                std::slice::from_ref(&doc),
+                Arc::new(Progress::default()),
+            )
+            .await?;
             if r.docs_ok != 1 {
                 bail!("the demo transfer failed: {:?}", r.failures);
             }
@@ -131,8 +169,14 @@ pub async fn run(args: &Args) -> Result<()> {
         );
     };
     println!();
-    println!("{} over loopback, {} rounds, medians (ms); every received file was byte-identical:", name, args.rounds);
-    println!("{:<12} {:>11} {:>10} {:>10} {:>9} {:>8} {:>13}", "mode", "response", "connect", "total", "sieve", "cpu", "bytes on TLS");
+    println!(
+        "{} over loopback, {} rounds, medians (ms); every received file was byte-identical:",
+        name, args.rounds
+    );
+    println!(
+        "{:<12} {:>11} {:>10} {:>10} {:>9} {:>8} {:>13}",
+        "mode", "response", "connect", "total", "sieve", "cpu", "bytes on TLS"
+    );
     row("secure-only", &results[0]);
     row("sieve", &results[1]);
     let so = median(results[0].iter().map(|r| r.response_ms).collect());

@@ -5,7 +5,9 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use sieve_core::gen::{parse_size, write_xp, XpSpec};
+use sieve_core::gen::{parse_size, write_xp_with, XpSpec};
+use sieve_core::ranges::ClassifiedRanges;
+use sieve_core::ranges_file;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -21,23 +23,45 @@ pub struct Args {
     /// Output file.
     #[arg(short = 'o', long)]
     pub output: PathBuf,
+    /// Write no marks; write the classified ranges to this JSON file instead (for `send --ranges`).
+    #[arg(long)]
+    pub ranges_out: Option<PathBuf>,
 }
 
 pub fn run(args: &Args) -> Result<()> {
     if !(0.0..=1.0).contains(&args.proportion) {
-        bail!("--proportion must be between 0 and 1, got {}", args.proportion);
+        bail!(
+            "--proportion must be between 0 and 1, got {}",
+            args.proportion
+        );
     }
-    let f = File::create(&args.output).with_context(|| format!("cannot create {}", args.output.display()))?;
+    let f = File::create(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
     let mut w = BufWriter::with_capacity(1 << 20, f);
-    let st = write_xp(XpSpec { size: args.size, proportion: args.proportion, seed: args.seed }, &mut w)
+    let spec = XpSpec {
+        size: args.size,
+        proportion: args.proportion,
+        seed: args.seed,
+    };
+    let mut ranges = Vec::new();
+    let st = write_xp_with(spec, args.ranges_out.is_none(), &mut w, |r| ranges.push(r))
         .with_context(|| format!("cannot write {}", args.output.display()))?;
     std::io::Write::flush(&mut w)?;
+    if let Some(rf) = &args.ranges_out {
+        let cr = ClassifiedRanges::new(ranges, st.content_len)?;
+        std::fs::write(rf, ranges_file::to_json(&cr))
+            .with_context(|| format!("cannot write {}", rf.display()))?;
+    }
     eprintln!(
         "wrote {}: {} content bytes, {} classified ({:.3}), {} components, {} bytes with marks",
         args.output.display(),
         st.content_len,
         st.classified_len,
-        if st.content_len > 0 { st.classified_len as f64 / st.content_len as f64 } else { 0.0 },
+        if st.content_len > 0 {
+            st.classified_len as f64 / st.content_len as f64
+        } else {
+            0.0
+        },
         st.components,
         st.file_len
     );

@@ -55,11 +55,15 @@ fn main() -> ExitCode {
     };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level)),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level)),
         )
         .with_writer(std::io::stderr)
         .init();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -69,7 +73,9 @@ fn main() -> ExitCode {
     let result = rt.block_on(async {
         match cli.command {
             None => {
-                eprintln!("no command given: running the demo (see `sieve --help` for the commands)");
+                eprintln!(
+                    "no command given: running the demo (see `sieve --help` for the commands)"
+                );
                 demo::run(&demo::Args::default()).await.map(|_| true)
             }
             Some(Command::Demo(a)) => demo::run(&a).await.map(|_| true),

@@ -96,7 +96,12 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         (Some(c), Some(k)) => Some((c.as_path(), k.as_path())),
         _ => None,
     };
-    let tls = ClientTls { ca: &args.ca, cipher: Some(args.cipher), identity }.config()?;
+    let tls = ClientTls {
+        ca: &args.ca,
+        cipher: Some(args.cipher),
+        identity,
+    }
+    .config()?;
     let classify = match &args.ranges {
         Some(r) => {
             if args.strip_marks {
@@ -139,8 +144,10 @@ pub fn progress_bar(progress: Arc<Progress>) -> Option<(ProgressBar, tokio::task
     }
     let bar = ProgressBar::new(0);
     bar.set_style(
-        ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{bar:30} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let b = bar.clone();
     let h = tokio::spawn(async move {
@@ -153,7 +160,14 @@ pub fn progress_bar(progress: Arc<Progress>) -> Option<(ProgressBar, tokio::task
                 .per_channel
                 .lock()
                 .map(|v| {
-                    v.iter().map(|c| format!("{:.0}%", 100.0 * c.load(Ordering::Relaxed) as f64 / sent.max(1) as f64)).collect()
+                    v.iter()
+                        .map(|c| {
+                            format!(
+                                "{:.0}%",
+                                100.0 * c.load(Ordering::Relaxed) as f64 / sent.max(1) as f64
+                            )
+                        })
+                        .collect()
                 })
                 .unwrap_or_default();
             b.set_message(format!(
@@ -194,7 +208,11 @@ pub fn print_report(r: &SessionReport, json: bool) -> Result<()> {
         );
     }
     for f in &r.failures {
-        eprintln!("error: {} was not delivered: {}", f.path.display(), f.error.as_deref().unwrap_or("unknown error"));
+        eprintln!(
+            "error: {} was not delivered: {}",
+            f.path.display(),
+            f.error.as_deref().unwrap_or("unknown error")
+        );
     }
     Ok(())
 }

@@ -57,7 +57,12 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 }
 
 pub async fn run(args: &Args) -> Result<()> {
-    let tls = ServerTls { cert: args.cert.clone(), key: args.key.clone(), client_ca: args.client_ca.clone() }.config()?;
+    let tls = ServerTls {
+        cert: args.cert.clone(),
+        key: args.key.clone(),
+        client_ca: args.client_ca.clone(),
+    }
+    .config()?;
     let limits = ServeLimits {
         max_sessions: args.max_sessions,
         max_doc_bytes: args.max_doc_size,

@@ -55,9 +55,9 @@ pub fn block_shape(unit: u64, p: f64) -> (Vec<(u64, u64)>, u64) {
 
 /// The unit block a spec repeats: 1 MB, or 1 MiB for sizes in whole MiB, or the size itself.
 pub fn unit_for(size: u64) -> u64 {
-    if size >= MB && size % MB == 0 {
+    if size >= MB && size.is_multiple_of(MB) {
         MB
-    } else if size >= MIB && size % MIB == 0 {
+    } else if size >= MIB && size.is_multiple_of(MIB) {
         MIB
     } else {
         size.min(MB)
@@ -82,6 +82,11 @@ impl Text {
 
 /// One marked block of `unit` content bytes and its classified ranges (content coordinates).
 pub fn block(unit: u64, p: f64, seed: u64) -> (Vec<u8>, Vec<Range<u64>>) {
+    block_with(unit, p, seed, true)
+}
+
+/// Like [`block`]; without marks when `marked` is false (the ranges then describe the bytes).
+pub fn block_with(unit: u64, p: f64, seed: u64, marked: bool) -> (Vec<u8>, Vec<Range<u64>>) {
     let (comps, tail) = block_shape(unit, p);
     let mut text = Text(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut out = Vec::with_capacity(unit as usize + comps.len() * 8);
@@ -90,9 +95,13 @@ pub fn block(unit: u64, p: f64, seed: u64) -> (Vec<u8>, Vec<Range<u64>>) {
     for (plain, secure) in comps {
         text.fill(&mut out, plain);
         pos += plain;
-        out.extend_from_slice(b"<$S>");
+        if marked {
+            out.extend_from_slice(b"<$S>");
+        }
         text.fill(&mut out, secure);
-        out.extend_from_slice(b"<$E>");
+        if marked {
+            out.extend_from_slice(b"<$E>");
+        }
         ranges.push(pos..pos + secure);
         pos += secure;
     }
@@ -100,17 +109,31 @@ pub fn block(unit: u64, p: f64, seed: u64) -> (Vec<u8>, Vec<Range<u64>>) {
     (out, ranges)
 }
 
-/// Write an x-P file.
+/// Write an x-P file, marked inline.
 pub fn write_xp(spec: XpSpec, out: &mut impl Write) -> io::Result<XpStats> {
+    write_xp_with(spec, true, out, |_| {})
+}
+
+/// Write an x-P file; with `marked` false the file has no marks and every classified range
+/// (content = file coordinates) is passed to `range`, for a ranges file.
+pub fn write_xp_with(
+    spec: XpSpec,
+    marked: bool,
+    out: &mut impl Write,
+    mut range: impl FnMut(Range<u64>),
+) -> io::Result<XpStats> {
     let unit = unit_for(spec.size);
     let mut stats = XpStats::default();
     if spec.size == 0 {
         return Ok(stats);
     }
-    let (blk, ranges) = block(unit, spec.proportion, spec.seed);
+    let (blk, ranges) = block_with(unit, spec.proportion, spec.seed, marked);
     let full = spec.size / unit;
-    for _ in 0..full {
+    for i in 0..full {
         out.write_all(&blk)?;
+        for r in &ranges {
+            range(r.start + i * unit..r.end + i * unit);
+        }
     }
     let per_block_secure: u64 = ranges.iter().map(|r| r.end - r.start).sum();
     stats.content_len = full * unit;
@@ -119,8 +142,11 @@ pub fn write_xp(spec: XpSpec, out: &mut impl Write) -> io::Result<XpStats> {
     stats.file_len = full * blk.len() as u64;
     let rest = spec.size % unit;
     if rest > 0 {
-        let (b, r) = block(rest, spec.proportion, spec.seed);
+        let (b, r) = block_with(rest, spec.proportion, spec.seed, marked);
         out.write_all(&b)?;
+        for x in &r {
+            range(x.start + full * unit..x.end + full * unit);
+        }
         stats.content_len += rest;
         stats.classified_len += r.iter().map(|r| r.end - r.start).sum::<u64>();
         stats.components += r.len() as u64;
@@ -237,6 +263,33 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ten, b.repeat(10));
+    }
+
+    #[test]
+    fn unmarked_file_and_ranges_agree_with_marked() {
+        let spec = XpSpec {
+            size: 2 * MB + 12_345,
+            proportion: 0.25,
+            seed: 3,
+        };
+        let mut marked = Vec::new();
+        write_xp(spec, &mut marked).unwrap();
+        let parsed = parse_all(&MarkConfig::default(), &marked).unwrap();
+        let mut plain = Vec::new();
+        let mut ranges = Vec::new();
+        let st = write_xp_with(spec, false, &mut plain, |r| ranges.push(r)).unwrap();
+        assert_eq!(st.file_len, spec.size);
+        assert_eq!(ranges, parsed.ranges);
+        let content: Vec<u8> = parsed
+            .extents
+            .iter()
+            .flat_map(|e| {
+                marked[e.raw as usize..(e.raw + e.len) as usize]
+                    .iter()
+                    .copied()
+            })
+            .collect();
+        assert_eq!(content, plain);
     }
 
     #[test]

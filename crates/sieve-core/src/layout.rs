@@ -66,7 +66,7 @@ impl Layout {
 
     /// Kind of segment `i`.
     pub fn kind_of(&self, i: usize) -> Kind {
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             self.first
         } else {
             self.first.other()

@@ -14,6 +14,10 @@
 //! | `<!$!>`, `MSG_DONE`, `MSG_ACK` in-band strings (§4.2.4) | typed, length-prefixed [`frame`]s and [`message`]s |
 //! | x-P files (§5.1.2) | [`gen`] |
 
+// Lists holding a single byte range are normal here (one classified span), not a mistaken
+// `vec![0..n]` meant as a list of indices.
+#![allow(clippy::single_range_in_vec_init)]
+
 pub mod batch;
 pub mod chunk;
 pub mod frame;

@@ -113,6 +113,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::reversed_empty_ranges)] // a reversed range is the input under test
     fn rejects_reversed_overlapping_and_out_of_bounds() {
         assert_eq!(
             ClassifiedRanges::new(vec![4..2], 10),

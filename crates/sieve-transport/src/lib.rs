@@ -5,6 +5,7 @@
 //! moves their results over sockets.
 
 pub mod conn;
+pub mod mac;
 pub mod receiver;
 pub mod sender;
 pub mod source;

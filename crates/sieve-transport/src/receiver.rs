@@ -15,10 +15,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use sieve_core::frame::Limits;
-use sieve_core::ledger::{piece_hash, Ledger};
-use sieve_core::message::{self, Ack, AckStatus, DataRef, Doc, DocEnd, Hello, Join, JoinOk, Message, Mode, Session as SessionMsg};
 use sieve_core::frame::FrameType;
+use sieve_core::frame::Limits;
+use sieve_core::ledger::Ledger;
+use sieve_core::message::{
+    self, Ack, AckStatus, DataRef, Doc, DocEnd, Hello, Join, JoinOk, Message, Mode,
+    Session as SessionMsg,
+};
 use sieve_core::sieve::Placement;
 use sieve_core::Kind;
 use tokio::net::{TcpListener, TcpStream};
@@ -27,9 +30,15 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use crate::conn::{FrameReader, FrameWriter};
+use crate::mac::PlainMac;
 use crate::store::{self, PartFile};
 use crate::tls::{suite_name, EXPORTER_LABEL};
 use crate::token::JoinKey;
+
+/// Most documents of one session whose temporary files are open at once (each holds a file
+/// descriptor while its pieces arrive). Senders keep fewer than this unacknowledged
+/// ([`crate::sender::MAX_UNACKED_DOCS`]).
+pub const MAX_OPEN_DOCS: u64 = 1024;
 
 /// Limits that keep one receiver safe from any one peer.
 #[derive(Debug, Clone)]
@@ -112,15 +121,24 @@ impl Receiver {
             store::check_dir(&cfg.dir)?;
             let n = store::clean_stale(&cfg.dir)?;
             if n > 0 {
-                info!(removed = n, "removed temporary files left by an interrupted receiver");
+                info!(
+                    removed = n,
+                    "removed temporary files left by an interrupted receiver"
+                );
             }
         }
-        let tls = TcpListener::bind(cfg.listen)
-            .await
-            .with_context(|| format!("cannot listen on {} (is another receiver running?)", cfg.listen))?;
-        let plain = TcpListener::bind(cfg.plain_listen)
-            .await
-            .with_context(|| format!("cannot listen on {} (is another receiver running?)", cfg.plain_listen))?;
+        let tls = TcpListener::bind(cfg.listen).await.with_context(|| {
+            format!(
+                "cannot listen on {} (is another receiver running?)",
+                cfg.listen
+            )
+        })?;
+        let plain = TcpListener::bind(cfg.plain_listen).await.with_context(|| {
+            format!(
+                "cannot listen on {} (is another receiver running?)",
+                cfg.plain_listen
+            )
+        })?;
         let advertise = match &cfg.plain_advertise {
             Some(a) => a.clone(),
             None => plain.local_addr()?.to_string(),
@@ -138,11 +156,15 @@ impl Receiver {
     }
 
     pub fn tls_addr(&self) -> SocketAddr {
-        self.tls.local_addr().expect("bound listener has an address")
+        self.tls
+            .local_addr()
+            .expect("bound listener has an address")
     }
 
     pub fn plain_addr(&self) -> SocketAddr {
-        self.plain.local_addr().expect("bound listener has an address")
+        self.plain
+            .local_addr()
+            .expect("bound listener has an address")
     }
 
     pub fn stats(&self) -> Arc<Stats> {
@@ -166,7 +188,10 @@ impl Receiver {
                     }
                 };
                 let Ok(permit) = plain_shared.pending_permits.clone().try_acquire_owned() else {
-                    plain_shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                    plain_shared
+                        .stats
+                        .rejected_connections
+                        .fetch_add(1, Ordering::Relaxed);
                     continue;
                 };
                 let s = plain_shared.clone();
@@ -190,7 +215,10 @@ impl Receiver {
                     }
                 };
                 let Ok(permit) = shared.pending_permits.clone().try_acquire_owned() else {
-                    shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                    shared
+                        .stats
+                        .rejected_connections
+                        .fetch_add(1, Ordering::Relaxed);
                     continue;
                 };
                 let s = shared.clone();
@@ -207,15 +235,26 @@ impl Receiver {
 }
 
 impl Shared {
-    async fn tls_conn(self: Arc<Self>, tcp: TcpStream, peer: SocketAddr, permit: tokio::sync::OwnedSemaphorePermit) -> Result<()> {
+    async fn tls_conn(
+        self: Arc<Self>,
+        tcp: TcpStream,
+        peer: SocketAddr,
+        permit: tokio::sync::OwnedSemaphorePermit,
+    ) -> Result<()> {
         let _ = tcp.set_nodelay(true);
         let limits = &self.cfg.limits;
         let hs = tokio::time::timeout(limits.handshake_timeout, async {
-            let tls = self.acceptor.accept(tcp).await.context("TLS handshake failed")?;
+            let tls = self
+                .acceptor
+                .accept(tcp)
+                .await
+                .context("TLS handshake failed")?;
             // Keying material for join tokens; only used if this connection starts a session.
             let id: [u8; 16] = rand::random();
             let mut km = [0u8; 32];
-            tls.get_ref().1.export_keying_material(&mut km, EXPORTER_LABEL, None)?;
+            tls.get_ref()
+                .1
+                .export_keying_material(&mut km, EXPORTER_LABEL, None)?;
             let cipher = suite_name(tls.get_ref().1.negotiated_cipher_suite());
             let (r, w) = tokio::io::split(tls);
             let mut reader = FrameReader::new(Box::new(r), limits.frame);
@@ -226,8 +265,13 @@ impl Shared {
         let (mut reader, w, first, id, km, cipher) = match hs {
             Ok(r) => r?,
             Err(_) => {
-                self.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
-                bail!("no handshake and first frame within {:?}", limits.handshake_timeout);
+                self.stats
+                    .rejected_connections
+                    .fetch_add(1, Ordering::Relaxed);
+                bail!(
+                    "no handshake and first frame within {:?}",
+                    limits.handshake_timeout
+                );
             }
         };
         drop(permit);
@@ -235,12 +279,25 @@ impl Shared {
         match first {
             Message::Hello(hello) => {
                 let Ok(session_permit) = self.session_permits.clone().try_acquire_owned() else {
-                    let m = message::Error { code: 3, message: "the receiver is at its session limit; try again later".into() };
+                    let m = message::Error {
+                        code: 3,
+                        message: "the receiver is at its session limit; try again later".into(),
+                    };
                     writer.send(|o| m.encode(o)).await?;
                     writer.flush().await?;
                     bail!("session limit reached ({peer})");
                 };
-                let r = self.clone().start_session(hello, JoinKey::derive(&km, &id), id, reader, writer, cipher).await;
+                let r = self
+                    .clone()
+                    .start_session(
+                        hello,
+                        (JoinKey::derive(&km, &id), PlainMac::derive(&km, &id)),
+                        id,
+                        reader,
+                        writer,
+                        cipher,
+                    )
+                    .await;
                 drop(session_permit);
                 r
             }
@@ -258,7 +315,11 @@ impl Shared {
         }
     }
 
-    async fn plain_conn(self: Arc<Self>, tcp: TcpStream, permit: tokio::sync::OwnedSemaphorePermit) -> Result<()> {
+    async fn plain_conn(
+        self: Arc<Self>,
+        tcp: TcpStream,
+        permit: tokio::sync::OwnedSemaphorePermit,
+    ) -> Result<()> {
         let _ = tcp.set_nodelay(true);
         let limits = &self.cfg.limits;
         let (r, w) = tcp.into_split();
@@ -266,7 +327,9 @@ impl Shared {
         let first = match tokio::time::timeout(limits.handshake_timeout, reader.message()).await {
             Ok(m) => m,
             Err(_) => {
-                self.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .rejected_connections
+                    .fetch_add(1, Ordering::Relaxed);
                 bail!("no JOIN within {:?}", limits.handshake_timeout);
             }
         };
@@ -288,7 +351,12 @@ impl Shared {
 
     /// Authenticate a JOIN and claim its channel slot.
     fn find_session(&self, join: &Join) -> Result<Arc<Session>> {
-        let session = self.sessions.lock().map_err(|_| anyhow!("poisoned"))?.get(&join.session_id).cloned();
+        let session = self
+            .sessions
+            .lock()
+            .map_err(|_| anyhow!("poisoned"))?
+            .get(&join.session_id)
+            .cloned();
         let Some(session) = session else {
             self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
             bail!("JOIN for an unknown session");
@@ -305,7 +373,11 @@ impl Shared {
         let mut joined = session.joined.lock().map_err(|_| anyhow!("poisoned"))?;
         if !joined.insert((join.kind, join.index)) {
             self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
-            bail!("channel {:?}/{} already joined (replayed token?)", join.kind, join.index);
+            bail!(
+                "channel {:?}/{} already joined (replayed token?)",
+                join.kind,
+                join.index
+            );
         }
         drop(joined);
         Ok(session)
@@ -315,16 +387,26 @@ impl Shared {
 /// Validate what a sender asks for.
 fn check_hello(h: &Hello) -> Result<(), String> {
     if h.version != message::PROTOCOL_VERSION {
-        return Err(format!("protocol version {} is not supported (this receiver speaks {})", h.version, message::PROTOCOL_VERSION));
+        return Err(format!(
+            "protocol version {} is not supported (this receiver speaks {})",
+            h.version,
+            message::PROTOCOL_VERSION
+        ));
     }
     if !(1..=16).contains(&h.secure_channels) {
-        return Err(format!("{} secure channels requested; 1 to 16 are allowed", h.secure_channels));
+        return Err(format!(
+            "{} secure channels requested; 1 to 16 are allowed",
+            h.secure_channels
+        ));
     }
     match h.mode {
-        Mode::Sieve if !(1..=16).contains(&h.plain_channels) => {
-            Err(format!("{} plain channels requested; sieve mode needs 1 to 16", h.plain_channels))
+        Mode::Sieve if !(1..=16).contains(&h.plain_channels) => Err(format!(
+            "{} plain channels requested; sieve mode needs 1 to 16",
+            h.plain_channels
+        )),
+        Mode::SecureOnly if h.plain_channels != 0 => {
+            Err("secure-only mode uses no plain channels".into())
         }
-        Mode::SecureOnly if h.plain_channels != 0 => Err("secure-only mode uses no plain channels".into()),
         _ => Ok(()),
     }
 }
@@ -334,6 +416,7 @@ struct Session {
     id: [u8; 16],
     hello: Hello,
     key: JoinKey,
+    mac: PlainMac,
     shared: Arc<Shared>,
     joined: Mutex<std::collections::HashSet<(Kind, u8)>>,
     docs: Mutex<HashMap<u32, Arc<DocSlot>>>,
@@ -343,6 +426,8 @@ struct Session {
     last_activity: AtomicU64,
     started: Instant,
     open_docs: AtomicU64,
+    /// Documents refused at their manifest: their pieces are still on the way, and are dropped.
+    refused: Mutex<std::collections::HashSet<u32>>,
 }
 
 struct DocSlot {
@@ -372,7 +457,8 @@ impl Session {
     }
 
     fn touch(&self) {
-        self.last_activity.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.last_activity
+            .store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
 
     fn idle_for(&self) -> Duration {
@@ -397,7 +483,9 @@ impl Session {
                     Ok(d) => self.data(kind, d).await,
                     Err(e) => Err(e.into()),
                 },
-                Ok(Ok(Some((ty, _)))) => Err(anyhow!("unexpected {} frame on a data channel", ty.name())),
+                Ok(Ok(Some((ty, _)))) => {
+                    Err(anyhow!("unexpected {} frame on a data channel", ty.name()))
+                }
                 Ok(Err(e)) => Err(e),
             };
             if let Err(e) = result {
@@ -414,16 +502,28 @@ impl Session {
         }
     }
 
-    async fn slot(&self, doc: u32) -> Result<Arc<DocSlot>> {
+    /// The document's slot, once its manifest has come; `None` if the document was refused.
+    async fn slot(&self, doc: u32) -> Result<Option<Arc<DocSlot>>> {
         let deadline = Instant::now() + self.shared.cfg.limits.idle_timeout;
         loop {
             let notified = self.docs_changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             if let Some(s) = self.docs.lock().map_err(|_| anyhow!("poisoned"))?.get(&doc) {
-                return Ok(s.clone());
+                return Ok(Some(s.clone()));
             }
-            if tokio::time::timeout_at(deadline.into(), notified).await.is_err() {
+            if self
+                .refused
+                .lock()
+                .map_err(|_| anyhow!("poisoned"))?
+                .contains(&doc)
+            {
+                return Ok(None);
+            }
+            if tokio::time::timeout_at(deadline.into(), notified)
+                .await
+                .is_err()
+            {
                 bail!("data for document {doc}, whose manifest never came");
             }
         }
@@ -431,20 +531,26 @@ impl Session {
 
     async fn data(self: &Arc<Self>, kind: Kind, d: DataRef<'_>) -> Result<()> {
         self.touch();
-        let slot = self.slot(d.doc).await?;
+        let Some(slot) = self.slot(d.doc).await? else {
+            // A refused document: the sender did not wait for our answer before sending it.
+            return Ok(());
+        };
         let len = d.payload.len() as u64;
         let discard = self.shared.cfg.discard;
         if !discard {
             let mut err = None;
             let write = |io: &DocIo, err: &mut Option<anyhow::Error>| -> Result<()> {
                 let f = io.file.as_ref().context("document already closed")?;
-                slot.placement.place(kind, d.offset, len, |out, within, n| {
-                    if err.is_none() {
-                        if let Err(e) = f.write_at(out, &d.payload[within as usize..(within + n) as usize]) {
-                            *err = Some(e);
+                slot.placement
+                    .place(kind, d.offset, len, |out, within, n| {
+                        if err.is_none() {
+                            if let Err(e) =
+                                f.write_at(out, &d.payload[within as usize..(within + n) as usize])
+                            {
+                                *err = Some(e);
+                            }
                         }
-                    }
-                })?;
+                    })?;
                 Ok(())
             };
             let need_create = {
@@ -465,7 +571,7 @@ impl Session {
                     bail!("data for document {} after it was complete", d.doc);
                 }
                 if io.file.is_none() {
-                    io.file = Some(self.create_part(&slot)?);
+                    io.file = Some(self.create_part(&slot, true)?);
                 }
                 write(&io, &mut err)?;
             }
@@ -476,8 +582,11 @@ impl Session {
             // Still check that the piece lies inside the stream.
             slot.placement.place(kind, d.offset, len, |_, _, _| {})?;
         }
-        let hash = (kind == Kind::Plain).then(|| piece_hash(d.payload));
-        self.shared.stats.bytes_received.fetch_add(len, Ordering::Relaxed);
+        let hash = (kind == Kind::Plain).then(|| self.mac.tag(d.doc, d.offset, d.payload));
+        self.shared
+            .stats
+            .bytes_received
+            .fetch_add(len, Ordering::Relaxed);
         {
             let mut p = slot.progress.lock().map_err(|_| anyhow!("poisoned"))?;
             p.first_data.get_or_insert_with(Instant::now);
@@ -490,9 +599,13 @@ impl Session {
         Ok(())
     }
 
-    fn create_part(&self, slot: &DocSlot) -> Result<PartFile> {
+    /// `limited`: the file stays open while the document's pieces arrive, so it counts against
+    /// the session's limit of open documents.
+    fn create_part(&self, slot: &DocSlot, limited: bool) -> Result<PartFile> {
+        // Counts open temporary files; released where the file is committed or dropped.
         let open = self.open_docs.fetch_add(1, Ordering::Relaxed);
-        if open >= 1024 {
+        if limited && open >= MAX_OPEN_DOCS {
+            self.open_docs.fetch_sub(1, Ordering::Relaxed);
             bail!("too many documents open at once in one session");
         }
         PartFile::create(
@@ -501,14 +614,20 @@ impl Session {
             &slot.doc.name,
             slot.placement.output_len(),
         )
+        .inspect_err(|_| {
+            self.open_docs.fetch_sub(1, Ordering::Relaxed);
+        })
     }
 
     fn maybe_finalize(self: &Arc<Self>, slot: &Arc<DocSlot>) {
         let ready = {
-            let Ok(mut p) = slot.progress.lock() else { return };
+            let Ok(mut p) = slot.progress.lock() else {
+                return;
+            };
             let ready = !p.finalizing
                 && p.end.is_some()
-                && p.ledgers[Kind::Secure.index()].bytes() >= slot.placement.stream_len(Kind::Secure)
+                && p.ledgers[Kind::Secure.index()].bytes()
+                    >= slot.placement.stream_len(Kind::Secure)
                 && p.ledgers[Kind::Plain.index()].bytes() >= slot.placement.stream_len(Kind::Plain);
             if ready {
                 p.finalizing = true;
@@ -530,18 +649,44 @@ impl Session {
         let (status, message, times) = match outcome {
             Ok(Ok(times)) => (AckStatus::Ok, String::new(), times),
             Ok(Err((status, e))) => (status, format!("{e:#}"), (0, 0, 0)),
-            Err(e) => (AckStatus::StoreError, format!("internal error: {e}"), (0, 0, 0)),
+            Err(e) => (
+                AckStatus::StoreError,
+                format!("internal error: {e}"),
+                (0, 0, 0),
+            ),
         };
         let name = &slot.doc.name;
         if status == AckStatus::Ok {
-            self.shared.stats.docs_committed.fetch_add(1, Ordering::Relaxed);
+            self.shared
+                .stats
+                .docs_committed
+                .fetch_add(1, Ordering::Relaxed);
             info!(session = %self.hex_id(), doc = slot.doc.doc, %name, bytes = slot.placement.output_len(), "document committed");
         } else {
-            self.shared.stats.docs_failed.fetch_add(1, Ordering::Relaxed);
+            self.shared
+                .stats
+                .docs_failed
+                .fetch_add(1, Ordering::Relaxed);
             warn!(session = %self.hex_id(), doc = slot.doc.doc, %name, "document failed: {message}");
         }
-        self.open_docs.fetch_sub(1, Ordering::Relaxed);
-        self.ack(Ack { doc: slot.doc.doc, status, message, receive_us: times.0, integrate_us: times.1, commit_us: times.2 }).await;
+        if status != AckStatus::Ok {
+            // The document is finished: remove its temporary file now, not when the session ends.
+            if let Ok(mut io) = slot.io.write() {
+                io.closed = true;
+                if io.file.take().is_some() {
+                    self.open_docs.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
+        self.ack(Ack {
+            doc: slot.doc.doc,
+            status,
+            message,
+            receive_us: times.0,
+            integrate_us: times.1,
+            commit_us: times.2,
+        })
+        .await;
         // The slot stays in the map so late duplicates are recognised, but its memory is freed.
         if let Ok(mut p) = slot.progress.lock() {
             p.ledgers = Default::default();
@@ -563,10 +708,16 @@ impl Session {
     /// Blocking part of finalisation. Returns (combine, integrate, commit) microseconds.
     fn commit_doc(&self, slot: &DocSlot) -> Result<(u64, u64, u64), (AckStatus, anyhow::Error)> {
         let t0 = Instant::now();
-        let integrity = |e: sieve_core::ledger::LedgerError| (AckStatus::IntegrityError, anyhow::Error::new(e));
+        let integrity =
+            |e: sieve_core::ledger::LedgerError| (AckStatus::IntegrityError, anyhow::Error::new(e));
         {
-            let mut p = slot.progress.lock().map_err(|_| (AckStatus::StoreError, anyhow!("poisoned")))?;
-            let end = p.end.clone().ok_or_else(|| (AckStatus::ProtocolError, anyhow!("no DOC_END")))?;
+            let mut p = slot
+                .progress
+                .lock()
+                .map_err(|_| (AckStatus::StoreError, anyhow!("poisoned")))?;
+            let end = p
+                .end
+                .ok_or_else(|| (AckStatus::ProtocolError, anyhow!("no DOC_END")))?;
             p.ledgers[Kind::Secure.index()]
                 .finish(slot.placement.stream_len(Kind::Secure))
                 .map_err(integrity)?;
@@ -576,19 +727,25 @@ impl Session {
         }
         let t1 = Instant::now();
         let store_err = |e: anyhow::Error| (AckStatus::StoreError, e);
-        let mut io = slot.io.write().map_err(|_| (AckStatus::StoreError, anyhow!("poisoned")))?;
+        let mut io = slot
+            .io
+            .write()
+            .map_err(|_| (AckStatus::StoreError, anyhow!("poisoned")))?;
         io.closed = true;
         if self.shared.cfg.discard {
             return Ok((us(t1 - t0), 0, 0));
         }
         let file = match io.file.take() {
             Some(f) => f,
-            None => self.create_part(slot).map_err(store_err)?,
+            // A document with no pieces: its file is created, committed and closed right here.
+            None => self.create_part(slot, false).map_err(store_err)?,
         };
         drop(io);
+        let _open = OpenFile(&self.open_docs);
         if let Some((start, end)) = &slot.doc.marks {
             for &(off, is_start) in slot.placement.mark_offsets() {
-                file.write_at(off, if is_start { start } else { end }).map_err(store_err)?;
+                file.write_at(off, if is_start { start } else { end })
+                    .map_err(store_err)?;
             }
         }
         let t2 = Instant::now();
@@ -606,12 +763,19 @@ impl Session {
             integrate_us: 0,
             commit_us: 0,
         };
-        let marks = doc.marks.as_ref().map(|(s, e)| (s.len() as u64, e.len() as u64));
+        let marks = doc
+            .marks
+            .as_ref()
+            .map(|(s, e)| (s.len() as u64, e.len() as u64));
         let placement = Placement::new(&doc.layout, marks);
         let problem = if let Err(why) = store::check_name(&doc.name) {
             Some(format!("refused file name: {why}"))
         } else if placement.output_len() > limits.max_doc_bytes {
-            Some(format!("{} bytes exceed this receiver's limit of {} bytes", placement.output_len(), limits.max_doc_bytes))
+            Some(format!(
+                "{} bytes exceed this receiver's limit of {} bytes",
+                placement.output_len(),
+                limits.max_doc_bytes
+            ))
         } else if self.hello.mode == Mode::SecureOnly && placement.stream_len(Kind::Plain) > 0 {
             Some("plain bytes in a secure-only session".into())
         } else {
@@ -619,19 +783,39 @@ impl Session {
         };
         if let Some(why) = problem {
             warn!(session = %self.hex_id(), doc = doc.doc, name = %doc.name, "document refused: {why}");
-            self.shared.stats.docs_failed.fetch_add(1, Ordering::Relaxed);
+            self.shared
+                .stats
+                .docs_failed
+                .fetch_add(1, Ordering::Relaxed);
+            if !self
+                .refused
+                .lock()
+                .map_err(|_| anyhow!("poisoned"))?
+                .insert(doc.doc)
+            {
+                bail!("document {} announced twice", doc.doc);
+            }
+            self.docs_changed.notify_waiters();
             self.ack(refuse(why)).await;
             return Ok(());
         }
         let mut docs = self.docs.lock().map_err(|_| anyhow!("poisoned"))?;
         if docs.len() as u32 >= limits.max_docs_per_session {
-            bail!("more than {} documents in one session", limits.max_docs_per_session);
+            bail!(
+                "more than {} documents in one session",
+                limits.max_docs_per_session
+            );
         }
         if docs.contains_key(&doc.doc) {
             bail!("document {} announced twice", doc.doc);
         }
         let id = doc.doc;
-        let slot = Arc::new(DocSlot { doc, placement, io: RwLock::new(DocIo::default()), progress: Mutex::new(DocProgress::default()) });
+        let slot = Arc::new(DocSlot {
+            doc,
+            placement,
+            io: RwLock::new(DocIo::default()),
+            progress: Mutex::new(DocProgress::default()),
+        });
         docs.insert(id, slot);
         drop(docs);
         self.docs_changed.notify_waiters();
@@ -639,13 +823,23 @@ impl Session {
     }
 
     async fn doc_end(self: &Arc<Self>, end: DocEnd) -> Result<()> {
-        let slot = self.docs.lock().map_err(|_| anyhow!("poisoned"))?.get(&end.doc).cloned();
+        let slot = self
+            .docs
+            .lock()
+            .map_err(|_| anyhow!("poisoned"))?
+            .get(&end.doc)
+            .cloned();
         let Some(slot) = slot else {
             // A refused document: its end is expected and ignored.
             return Ok(());
         };
-        if end.secure_len != slot.placement.stream_len(Kind::Secure) || end.plain_len != slot.placement.stream_len(Kind::Plain) {
-            bail!("DOC_END for document {} disagrees with its manifest", end.doc);
+        if end.secure_len != slot.placement.stream_len(Kind::Secure)
+            || end.plain_len != slot.placement.stream_len(Kind::Plain)
+        {
+            bail!(
+                "DOC_END for document {} disagrees with its manifest",
+                end.doc
+            );
         }
         {
             let mut p = slot.progress.lock().map_err(|_| anyhow!("poisoned"))?;
@@ -659,6 +853,15 @@ impl Session {
     }
 }
 
+/// Releases one count of [`Session::open_docs`] when the file it stands for is gone.
+struct OpenFile<'a>(&'a AtomicU64);
+
+impl Drop for OpenFile<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 fn us(d: Duration) -> u64 {
     d.as_micros() as u64
 }
@@ -668,26 +871,34 @@ impl Shared {
     async fn start_session(
         self: Arc<Self>,
         hello: Hello,
-        key: JoinKey,
+        (key, mac): (JoinKey, PlainMac),
         id: [u8; 16],
         mut reader: FrameReader,
         mut writer: FrameWriter,
         cipher: String,
     ) -> Result<()> {
         if let Err(why) = check_hello(&hello) {
-            let m = message::Error { code: message::Error::PROTOCOL, message: why.clone() };
+            let m = message::Error {
+                code: message::Error::PROTOCOL,
+                message: why.clone(),
+            };
             writer.send(|o| m.encode(o)).await?;
             writer.flush().await?;
             bail!("refused HELLO: {why}");
         }
-        let reply = SessionMsg { session_id: id, plain_addr: self.advertise.clone(), max_payload: self.cfg.limits.frame.max_payload };
+        let reply = SessionMsg {
+            session_id: id,
+            plain_addr: self.advertise.clone(),
+            max_payload: self.cfg.limits.frame.max_payload,
+        };
+        // Only buffered here: it goes out (below) once the session can be found by its JOINs.
         writer.send(|o| reply.encode(o)).await?;
-        writer.flush().await?;
         let (abort_tx, _) = watch::channel(false);
         let session = Arc::new(Session {
             id,
-            hello: hello.clone(),
+            hello,
             key,
+            mac,
             shared: self.clone(),
             joined: Mutex::new(std::collections::HashSet::new()),
             docs: Mutex::new(HashMap::new()),
@@ -697,15 +908,30 @@ impl Shared {
             last_activity: AtomicU64::new(0),
             started: Instant::now(),
             open_docs: AtomicU64::new(0),
+            refused: Mutex::new(std::collections::HashSet::new()),
         });
-        self.sessions.lock().map_err(|_| anyhow!("poisoned"))?.insert(id, session.clone());
+        self.sessions
+            .lock()
+            .map_err(|_| anyhow!("poisoned"))?
+            .insert(id, session.clone());
         self.stats.sessions_started.fetch_add(1, Ordering::Relaxed);
         info!(session = %session.hex_id(), mode = ?hello.mode, secure = hello.secure_channels, plain = hello.plain_channels, %cipher, "session started");
-        let result = session.control_loop(&mut reader).await;
-        self.sessions.lock().map_err(|_| anyhow!("poisoned"))?.remove(&id);
+        let sent = session.ctl.lock().await.flush().await;
+        let result = match sent {
+            Ok(()) => session.control_loop(&mut reader).await,
+            Err(e) => Err(e),
+        };
+        self.sessions
+            .lock()
+            .map_err(|_| anyhow!("poisoned"))?
+            .remove(&id);
         let _ = session.abort_tx.send(true);
         // Drop every unfinished document: PartFile's Drop removes its temporary file.
-        let slots: Vec<_> = session.docs.lock().map(|d| d.values().cloned().collect()).unwrap_or_default();
+        let slots: Vec<_> = session
+            .docs
+            .lock()
+            .map(|d| d.values().cloned().collect())
+            .unwrap_or_default();
         for s in slots {
             if let Ok(mut io) = s.io.write() {
                 io.closed = true;
@@ -715,7 +941,9 @@ impl Shared {
         let secs = session.started.elapsed().as_secs_f64();
         match &result {
             Ok(()) => {
-                self.stats.sessions_completed.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .sessions_completed
+                    .fetch_add(1, Ordering::Relaxed);
                 info!(session = %session.hex_id(), secs, "session finished");
             }
             Err(e) => {
@@ -747,7 +975,8 @@ impl Session {
             match ty {
                 FrameType::Data => self.data(Kind::Secure, DataRef::parse(payload)?).await?,
                 FrameType::Doc => {
-                    let doc = Doc::parse_with_max_segments(payload, self.shared.cfg.limits.max_segments)?;
+                    let doc =
+                        Doc::parse_with_max_segments(payload, self.shared.cfg.limits.max_segments)?;
                     self.add_doc(doc).await?
                 }
                 FrameType::DocEnd => self.doc_end(DocEnd::parse(payload)?).await?,

@@ -25,7 +25,7 @@ use serde::Serialize;
 use sieve_core::batch::BatchSplit;
 use sieve_core::chunk::ChunkScheduler;
 use sieve_core::frame::Limits;
-use sieve_core::ledger::{piece_hash, Ledger};
+use sieve_core::ledger::Ledger;
 use sieve_core::message::{self, AckStatus, Doc, DocEnd, Hello, Join, Message, Mode};
 use sieve_core::split::Split;
 use sieve_core::{Kind, Piece, Plan};
@@ -35,9 +35,14 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsConnector;
 
 use crate::conn::{FrameReader, FrameWriter};
+use crate::mac::PlainMac;
 use crate::source::{Classify, Source};
 use crate::tls::{suite_name, EXPORTER_LABEL};
 use crate::token::JoinKey;
+
+/// Most documents a session has in progress (some bytes sent, not yet acknowledged) at once; kept
+/// below what a receiver accepts ([`crate::receiver::MAX_OPEN_DOCS`]).
+pub const MAX_UNACKED_DOCS: u32 = 512;
 
 /// Everything `sieve send` needs besides the files.
 #[derive(Clone)]
@@ -71,7 +76,10 @@ pub struct Progress {
 
 impl Progress {
     pub fn sent(&self) -> u64 {
-        self.per_channel.lock().map(|v| v.iter().map(|c| c.load(Ordering::Relaxed)).sum()).unwrap_or(0)
+        self.per_channel
+            .lock()
+            .map(|v| v.iter().map(|c| c.load(Ordering::Relaxed)).sum())
+            .unwrap_or(0)
     }
 }
 
@@ -125,18 +133,30 @@ fn ms(d: Duration) -> f64 {
 /// CPU time (user + system) of this process so far.
 pub fn process_cpu() -> Duration {
     // /proc/self/stat fields 14 and 15 are utime and stime in clock ticks (USER_HZ, 100 on Linux).
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return Duration::ZERO };
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { return Duration::ZERO };
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return Duration::ZERO;
+    };
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+        return Duration::ZERO;
+    };
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = f.get(11).and_then(|s| s.parse().ok()).unwrap_or(0) + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let ticks: u64 = f.get(11).and_then(|s| s.parse().ok()).unwrap_or(0)
+        + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0);
     Duration::from_millis(ticks * 10)
 }
 
 type Tls = tokio_rustls::client::TlsStream<TcpStream>;
 
-async fn tls_connect(cfg: &SendConfig, connector: &TlsConnector, name: &ServerName<'static>) -> Result<(Tls, bool)> {
+async fn tls_connect(
+    cfg: &SendConfig,
+    connector: &TlsConnector,
+    name: &ServerName<'static>,
+) -> Result<(Tls, bool)> {
     let tcp = TcpStream::connect(&cfg.to).await.with_context(|| {
-        format!("cannot connect to the receiver at {} (is `sieve serve` running there?)", cfg.to)
+        format!(
+            "cannot connect to the receiver at {} (is `sieve serve` running there?)",
+            cfg.to
+        )
     })?;
     let _ = tcp.set_nodelay(true);
     let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
@@ -150,10 +170,19 @@ async fn tls_connect(cfg: &SendConfig, connector: &TlsConnector, name: &ServerNa
     Ok((tls, resumed))
 }
 
-async fn join(mut r: FrameReader, mut w: FrameWriter, join: Join, what: &str) -> Result<FrameWriter> {
+async fn join(
+    mut r: FrameReader,
+    mut w: FrameWriter,
+    join: Join,
+    what: &str,
+) -> Result<FrameWriter> {
     w.send(|o| join.encode(o)).await?;
     w.flush().await?;
-    match r.message().await.with_context(|| format!("{what} was not accepted"))? {
+    match r
+        .message()
+        .await
+        .with_context(|| format!("{what} was not accepted"))?
+    {
         Message::JoinOk(_) => Ok(w),
         Message::Error(e) => bail!("{what} refused: {}", e.message),
         other => bail!("{what}: unexpected answer {other:?}"),
@@ -171,7 +200,12 @@ enum Work {
 impl Work {
     fn new(plan: Option<Plan>, lens: &[u64], chunk: u64) -> Work {
         match plan {
-            Some(p) => Work::Plan(p.channels.into_iter().map(|c| Mutex::new(c.into_iter())).collect()),
+            Some(p) => Work::Plan(
+                p.channels
+                    .into_iter()
+                    .map(|c| Mutex::new(c.into_iter()))
+                    .collect(),
+            ),
             None => Work::Dynamic(Mutex::new(ChunkScheduler::new(lens, chunk))),
         }
     }
@@ -192,6 +226,9 @@ struct Shared {
     plain_ledgers: Vec<Mutex<Ledger>>,
     ctl: AsyncMutex<FrameWriter>,
     chunk: usize,
+    mac: PlainMac,
+    /// Every document below this index is acknowledged.
+    acked_below: tokio::sync::watch::Sender<u32>,
 }
 
 impl Shared {
@@ -214,9 +251,29 @@ impl Shared {
     }
 
     /// Send every piece this channel is given. `w` is `None` for channel 0, which shares `ctl`.
-    async fn channel(&self, kind: Kind, idx: usize, mut w: Option<FrameWriter>, counter: Arc<AtomicU64>) -> Result<()> {
+    async fn channel(
+        &self,
+        kind: Kind,
+        idx: usize,
+        mut w: Option<FrameWriter>,
+        counter: Arc<AtomicU64>,
+    ) -> Result<()> {
         let mut buf = vec![0u8; self.chunk];
         while let Some(piece) = self.work[kind.index()].next(idx) {
+            if let Some(need) = piece.doc.checked_sub(MAX_UNACKED_DOCS) {
+                // The receiver holds a file open per document in progress: start this one only
+                // once the document MAX_UNACKED_DOCS places back (and all before it) is
+                // acknowledged. Flush first: that document may still have bytes in our buffer.
+                match w.as_mut() {
+                    Some(w) => w.flush().await?,
+                    None => self.ctl.lock().await.flush().await?,
+                }
+                let mut acked = self.acked_below.subscribe();
+                acked
+                    .wait_for(|&a| a > need)
+                    .await
+                    .map_err(|_| anyhow!("the session ended"))?;
+            }
             let src = &self.sources[piece.doc as usize];
             let mut off = piece.offset;
             let end = piece.offset + piece.len;
@@ -225,7 +282,7 @@ impl Shared {
                 let bytes = &mut buf[..n];
                 tokio::task::block_in_place(|| src.read(kind, off, bytes))?;
                 if kind == Kind::Plain {
-                    let h = piece_hash(bytes);
+                    let h = self.mac.tag(piece.doc, off, bytes);
                     self.plain_ledgers[piece.doc as usize]
                         .lock()
                         .map_err(|_| anyhow!("poisoned"))?
@@ -240,7 +297,8 @@ impl Shared {
                 }
                 counter.fetch_add(n as u64, Ordering::Relaxed);
                 off += n as u64;
-                let left = self.remaining[piece.doc as usize].fetch_sub(n as u64, Ordering::AcqRel) - n as u64;
+                let left = self.remaining[piece.doc as usize].fetch_sub(n as u64, Ordering::AcqRel)
+                    - n as u64;
                 if left == 0 {
                     // Everything of this document is written to its channels; the pieces on
                     // other channels went out before their counters dropped, so flush ours too.
@@ -265,14 +323,22 @@ impl Shared {
 }
 
 /// Send `files` in one session.
-pub async fn send(cfg: &SendConfig, files: &[PathBuf], progress: Arc<Progress>) -> Result<SessionReport> {
+pub async fn send(
+    cfg: &SendConfig,
+    files: &[PathBuf],
+    progress: Arc<Progress>,
+) -> Result<SessionReport> {
     if files.is_empty() {
         bail!("no files to send");
     }
     let cpu0 = process_cpu();
     let secure_only = cfg.mode == Mode::SecureOnly;
     let n_secure = cfg.secure_channels.clamp(1, 16);
-    let n_plain = if secure_only { 0 } else { cfg.plain_channels.clamp(1, 16) };
+    let n_plain = if secure_only {
+        0
+    } else {
+        cfg.plain_channels.clamp(1, 16)
+    };
 
     // 1. Sieve.
     let t_sieve = Instant::now();
@@ -287,7 +353,10 @@ pub async fn send(cfg: &SendConfig, files: &[PathBuf], progress: Arc<Progress>) 
     };
     let files_owned = files.to_vec();
     let mut sources = tokio::task::spawn_blocking(move || {
-        files_owned.iter().map(|f| Source::prepare(f, &classify)).collect::<Result<Vec<_>>>()
+        files_owned
+            .iter()
+            .map(|f| Source::prepare(f, &classify))
+            .collect::<Result<Vec<_>>>()
     })
     .await??;
     if secure_only {
@@ -298,19 +367,25 @@ pub async fn send(cfg: &SendConfig, files: &[PathBuf], progress: Arc<Progress>) 
     }
     let sieve_time = t_sieve.elapsed();
     let total_bytes: u64 = sources.iter().map(|s| s.output_len()).sum();
-    progress.total_bytes.store(sources.iter().map(|s| s.layout.content_len()).sum(), Ordering::Relaxed);
+    progress.total_bytes.store(
+        sources.iter().map(|s| s.layout.content_len()).sum(),
+        Ordering::Relaxed,
+    );
     progress.docs.store(sources.len() as u64, Ordering::Relaxed);
 
     // 2. Connect.
     let t_connect = Instant::now();
     let host = cfg.server_name.clone().unwrap_or_else(|| host_of(&cfg.to));
-    let name = ServerName::try_from(host.clone()).map_err(|_| anyhow!("'{host}' is not a valid server name"))?;
+    let name = ServerName::try_from(host.clone())
+        .map_err(|_| anyhow!("'{host}' is not a valid server name"))?;
     let connector = TlsConnector::from(cfg.tls.clone());
     let (tls0, _) = tls_connect(cfg, &connector, &name).await?;
     let first_tls = t_connect.elapsed();
     let cipher = suite_name(tls0.get_ref().1.negotiated_cipher_suite());
     let mut exported = [0u8; 32];
-    tls0.get_ref().1.export_keying_material(&mut exported, EXPORTER_LABEL, None)?;
+    tls0.get_ref()
+        .1
+        .export_keying_material(&mut exported, EXPORTER_LABEL, None)?;
     let (r0, w0) = tokio::io::split(tls0);
     let limits = Limits::default();
     let mut reader0 = FrameReader::new(Box::new(r0), limits);
@@ -327,23 +402,40 @@ pub async fn send(cfg: &SendConfig, files: &[PathBuf], progress: Arc<Progress>) 
     };
     writer0.send(|o| hello.encode(o)).await?;
     writer0.flush().await?;
-    let session = match reader0.message().await.context("the receiver closed the connection after HELLO")? {
+    let session = match reader0
+        .message()
+        .await
+        .context("the receiver closed the connection after HELLO")?
+    {
         Message::Session(s) => s,
         Message::Error(e) => bail!("the receiver refused the session: {}", e.message),
         other => bail!("unexpected answer to HELLO: {other:?}"),
     };
     let key = JoinKey::derive(&exported, &session.session_id);
+    let mac = PlainMac::derive(&exported, &session.session_id);
 
     let t_extra = Instant::now();
     let mut extra = JoinSet::new();
     for i in 1..n_secure {
-        let (cfg, connector, name, key) = (cfg.clone(), connector.clone(), name.clone(), key.clone());
+        let (cfg, connector, name, key) =
+            (cfg.clone(), connector.clone(), name.clone(), key.clone());
         let sid = session.session_id;
         extra.spawn(async move {
             let (tls, resumed) = tls_connect(&cfg, &connector, &name).await?;
             let (r, w) = tokio::io::split(tls);
-            let j = Join { session_id: sid, kind: Kind::Secure, index: i, token: key.token(Kind::Secure, i) };
-            let w = join(FrameReader::new(Box::new(r), limits), FrameWriter::new(Box::new(w)), j, "a secure channel").await?;
+            let j = Join {
+                session_id: sid,
+                kind: Kind::Secure,
+                index: i,
+                token: key.token(Kind::Secure, i),
+            };
+            let w = join(
+                FrameReader::new(Box::new(r), limits),
+                FrameWriter::new(Box::new(w)),
+                j,
+                "a secure channel",
+            )
+            .await?;
             anyhow::Ok((i, w, resumed))
         });
     }
@@ -384,7 +476,11 @@ pub async fn send(cfg: &SendConfig, files: &[PathBuf], progress: Arc<Progress>) 
     // 3. Split.
     let t_split = Instant::now();
     let work = [Kind::Plain, Kind::Secure].map(|kind| {
-        let k = if kind == Kind::Secure { n_secure } else { n_plain.max(1) } as usize;
+        let k = if kind == Kind::Secure {
+            n_secure
+        } else {
+            n_plain.max(1)
+        } as usize;
         let lens: Vec<u64> = sources.iter().map(|s| s.stream_len(kind)).collect();
         let plan = if sources.len() == 1 {
             cfg.split.plan(&sources[0].layout.lens_of(kind), k)
@@ -399,15 +495,32 @@ pub async fn send(cfg: &SendConfig, files: &[PathBuf], progress: Arc<Progress>) 
     // 4. Transfer.
     let t_transfer = Instant::now();
     for (i, s) in sources.iter().enumerate() {
-        let doc = Doc { doc: i as u32, name: s.name.clone(), layout: s.layout.clone(), marks: s.marks.clone() };
+        let doc = Doc {
+            doc: i as u32,
+            name: s.name.clone(),
+            layout: s.layout.clone(),
+            marks: s.marks.clone(),
+        };
         writer0.send(|o| doc.encode(o)).await?;
     }
     writer0.flush().await?;
-    let remaining = sources.iter().map(|s| AtomicU64::new(s.layout.content_len())).collect();
+    let remaining = sources
+        .iter()
+        .map(|s| AtomicU64::new(s.layout.content_len()))
+        .collect();
     let plain_ledgers = sources.iter().map(|_| Mutex::new(Ledger::new())).collect();
     let secure_bytes: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
     let plain_bytes: u64 = sources.iter().map(|s| s.stream_len(Kind::Plain)).sum();
-    let shared = Arc::new(Shared { sources, work, remaining, plain_ledgers, ctl: AsyncMutex::new(writer0), chunk: cfg.chunk as usize });
+    let shared = Arc::new(Shared {
+        sources,
+        work,
+        remaining,
+        plain_ledgers,
+        ctl: AsyncMutex::new(writer0),
+        chunk: cfg.chunk as usize,
+        mac,
+        acked_below: tokio::sync::watch::Sender::new(0),
+    });
     for (i, s) in shared.sources.iter().enumerate() {
         if s.layout.content_len() == 0 {
             shared.send_doc_end(i).await?;
@@ -419,13 +532,21 @@ pub async fn send(cfg: &SendConfig, files: &[PathBuf], progress: Arc<Progress>) 
         let c = Arc::new(AtomicU64::new(0));
         counters.push(c.clone());
         let sh = shared.clone();
-        tasks.spawn(async move { sh.channel(Kind::Secure, i, w, c).await.with_context(|| format!("secure channel {i}")) });
+        tasks.spawn(async move {
+            sh.channel(Kind::Secure, i, w, c)
+                .await
+                .with_context(|| format!("secure channel {i}"))
+        });
     }
     for (i, w) in plain_writers.into_iter().enumerate() {
         let c = Arc::new(AtomicU64::new(0));
         counters.push(c.clone());
         let sh = shared.clone();
-        tasks.spawn(async move { sh.channel(Kind::Plain, i, w, c).await.with_context(|| format!("plain channel {i}")) });
+        tasks.spawn(async move {
+            sh.channel(Kind::Plain, i, w, c)
+                .await
+                .with_context(|| format!("plain channel {i}"))
+        });
     }
     if let Ok(mut pc) = progress.per_channel.lock() {
         *pc = counters;
@@ -467,6 +588,9 @@ pub async fn send(cfg: &SendConfig, files: &[PathBuf], progress: Arc<Progress>) 
                     }
                     acks[i] = Some(a);
                     acked += 1;
+                    let below = *shared.acked_below.borrow() as usize;
+                    let below = below + acks[below..].iter().take_while(|a| a.is_some()).count();
+                    shared.acked_below.send_replace(below as u32);
                     progress.docs_acked.store(acked as u64, Ordering::Relaxed);
                 }
                 Ok(Ok(Message::Error(e))) => { tasks.abort_all(); bail!("the receiver ended the session: {}", e.message); }
@@ -546,9 +670,13 @@ fn resolve_plain(advertised: &str, to: &str) -> Result<SocketAddr> {
     use std::net::ToSocketAddrs;
     let mut addr = advertised
         .to_socket_addrs()
-        .with_context(|| format!("the receiver advertised an unusable plain address '{advertised}'"))?
+        .with_context(|| {
+            format!("the receiver advertised an unusable plain address '{advertised}'")
+        })?
         .next()
-        .with_context(|| format!("the receiver advertised an unusable plain address '{advertised}'"))?;
+        .with_context(|| {
+            format!("the receiver advertised an unusable plain address '{advertised}'")
+        })?;
     if addr.ip().is_unspecified() {
         let ip = to
             .to_socket_addrs()

@@ -51,14 +51,20 @@ impl Source {
             .and_then(|n| n.to_str())
             .with_context(|| format!("{} has no usable file name", path.display()))?
             .to_string();
-        let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        let len = file.metadata().with_context(|| format!("cannot stat {}", path.display()))?.len();
+        let mut file =
+            File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let len = file
+            .metadata()
+            .with_context(|| format!("cannot stat {}", path.display()))?
+            .len();
         let whole = || vec![Extent { raw: 0, len }];
         let (layout, extents, marks) = match how {
             Classify::All => (Layout::whole(Kind::Secure, len), whole(), None),
             Classify::RangesFile(rf) => {
-                let json = std::fs::read(rf).with_context(|| format!("cannot read the ranges file {}", rf.display()))?;
-                let ranges = ranges_file::parse(&json, len).with_context(|| format!("in {}", rf.display()))?;
+                let json = std::fs::read(rf)
+                    .with_context(|| format!("cannot read the ranges file {}", rf.display()))?;
+                let ranges = ranges_file::parse(&json, len)
+                    .with_context(|| format!("in {}", rf.display()))?;
                 (Layout::from_ranges(len, ranges.as_slice()), whole(), None)
             }
             Classify::Marks(cfg) => {
@@ -67,7 +73,9 @@ impl Source {
                 let mut sink = |ev: Event<'_>| col.event(ev);
                 let mut buf = vec![0u8; 1 << 20];
                 loop {
-                    let n = file.read(&mut buf).with_context(|| format!("cannot read {}", path.display()))?;
+                    let n = file
+                        .read(&mut buf)
+                        .with_context(|| format!("cannot read {}", path.display()))?;
                     if n == 0 {
                         break;
                     }
@@ -75,7 +83,9 @@ impl Source {
                         .feed(&buf[..n], &mut sink)
                         .with_context(|| format!("{} is not correctly marked", path.display()))?;
                 }
-                parser.finish(&mut sink).with_context(|| format!("{} is not correctly marked", path.display()))?;
+                parser
+                    .finish(&mut sink)
+                    .with_context(|| format!("{} is not correctly marked", path.display()))?;
                 let parsed = col.finish();
                 let marks = (!cfg.strip).then(|| (cfg.start.clone(), cfg.end.clone()));
                 (parsed.layout(), parsed.extents, marks)
@@ -91,7 +101,16 @@ impl Source {
             bail!("internal error: content runs ({pos} bytes) disagree with the layout");
         }
         let streams = Placement::new(&layout, None);
-        Ok(Source { path: path.to_path_buf(), name, layout, marks, file, extents, content_starts, streams })
+        Ok(Source {
+            path: path.to_path_buf(),
+            name,
+            layout,
+            marks,
+            file,
+            extents,
+            content_starts,
+            streams,
+        })
     }
 
     /// Treat the whole content as classified (secure-only mode): one secure segment, no marks.
@@ -107,33 +126,50 @@ impl Source {
 
     /// Length of the document the receiver writes.
     pub fn output_len(&self) -> u64 {
-        let m = self.marks.as_ref().map(|(s, e)| (s.len() as u64, e.len() as u64));
+        let m = self
+            .marks
+            .as_ref()
+            .map(|(s, e)| (s.len() as u64, e.len() as u64));
         Placement::new(&self.layout, m).output_len()
     }
 
     /// Read `buf.len()` bytes of the `kind` stream starting at `offset`.
     pub fn read(&self, kind: Kind, offset: u64, buf: &mut [u8]) -> Result<()> {
         let mut err = None;
-        self.streams.place(kind, offset, buf.len() as u64, |content, within, len| {
-            if err.is_none() {
-                if let Err(e) = self.read_content(content, &mut buf[within as usize..(within + len) as usize]) {
-                    err = Some(e);
+        self.streams
+            .place(kind, offset, buf.len() as u64, |content, within, len| {
+                if err.is_none() {
+                    if let Err(e) = self
+                        .read_content(content, &mut buf[within as usize..(within + len) as usize])
+                    {
+                        err = Some(e);
+                    }
                 }
-            }
-        })?;
+            })?;
         err.map_or(Ok(()), Err)
     }
 
     fn read_content(&self, mut content: u64, mut buf: &mut [u8]) -> Result<()> {
-        let mut i = self.content_starts.partition_point(|&s| s <= content).saturating_sub(1);
+        let mut i = self
+            .content_starts
+            .partition_point(|&s| s <= content)
+            .saturating_sub(1);
         while !buf.is_empty() {
-            let e = self.extents.get(i).context("read past the end of the content")?;
+            let e = self
+                .extents
+                .get(i)
+                .context("read past the end of the content")?;
             let within = content - self.content_starts[i];
             let n = ((e.len - within) as usize).min(buf.len());
             let (head, tail) = buf.split_at_mut(n);
             self.file
                 .read_exact_at(head, e.raw + within)
-                .with_context(|| format!("cannot read {} (did it change while being sent?)", self.path.display()))?;
+                .with_context(|| {
+                    format!(
+                        "cannot read {} (did it change while being sent?)",
+                        self.path.display()
+                    )
+                })?;
             buf = tail;
             content += n as u64;
             i += 1;
@@ -151,7 +187,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("doc.txt");
         std::fs::write(&p, b"ab<$S>cd<$E>e\\<$S>f<$S>gh<$E>").unwrap();
-        let strip = MarkConfig { strip: true, ..MarkConfig::default() };
+        let strip = MarkConfig {
+            strip: true,
+            ..MarkConfig::default()
+        };
         let s = Source::prepare(&p, &Classify::Marks(strip)).unwrap();
         let mut plain = vec![0; s.stream_len(Kind::Plain) as usize];
         s.read(Kind::Plain, 0, &mut plain).unwrap();

@@ -24,13 +24,17 @@ pub fn check_name(name: &str) -> Result<(), String> {
         return Err(format!("'{name}' is not a file name"));
     }
     if name.contains('/') || name.contains('\\') {
-        return Err(format!("'{name}' contains a path separator; only base names are accepted"));
+        return Err(format!(
+            "'{name}' contains a path separator; only base names are accepted"
+        ));
     }
     if name.contains('\0') {
         return Err("the file name contains a NUL byte".into());
     }
     if name.starts_with(TEMP_PREFIX) {
-        return Err(format!("'{name}' uses the receiver's reserved prefix {TEMP_PREFIX}"));
+        return Err(format!(
+            "'{name}' uses the receiver's reserved prefix {TEMP_PREFIX}"
+        ));
     }
     if name.chars().any(char::is_control) {
         return Err(format!("{name:?} contains control characters"));
@@ -41,10 +45,13 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// Remove temporary files left by a receiver that crashed.
 pub fn clean_stale(dir: &Path) -> Result<usize> {
     let mut n = 0;
-    for e in fs::read_dir(dir).with_context(|| format!("cannot list the output folder {}", dir.display()))? {
+    for e in fs::read_dir(dir)
+        .with_context(|| format!("cannot list the output folder {}", dir.display()))?
+    {
         let e = e?;
         if e.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
-            fs::remove_file(e.path()).with_context(|| format!("cannot remove stale {}", e.path().display()))?;
+            fs::remove_file(e.path())
+                .with_context(|| format!("cannot remove stale {}", e.path().display()))?;
             n += 1;
         }
     }
@@ -71,8 +78,16 @@ impl PartFile {
             .create_new(true)
             .open(&temp)
             .with_context(|| format!("cannot create {}", temp.display()))?;
-        let part = PartFile { file, temp, dest: dir.join(name), dir: dir.to_path_buf(), done: false };
-        part.file.set_len(len).with_context(|| format!("cannot reserve {len} bytes for {name}"))?;
+        let part = PartFile {
+            file,
+            temp,
+            dest: dir.join(name),
+            dir: dir.to_path_buf(),
+            done: false,
+        };
+        part.file
+            .set_len(len)
+            .with_context(|| format!("cannot reserve {len} bytes for {name}"))?;
         Ok(part)
     }
 
@@ -85,7 +100,9 @@ impl PartFile {
 
     /// fsync, rename to the final name, fsync the folder.
     pub fn commit(mut self) -> Result<PathBuf> {
-        self.file.sync_all().with_context(|| format!("cannot flush {} to disk", self.temp.display()))?;
+        self.file
+            .sync_all()
+            .with_context(|| format!("cannot flush {} to disk", self.temp.display()))?;
         fs::rename(&self.temp, &self.dest)
             .with_context(|| format!("cannot move the received file to {}", self.dest.display()))?;
         if let Ok(d) = File::open(&self.dir) {
@@ -113,12 +130,14 @@ impl Drop for PartFile {
 
 /// Check that the output folder exists and is writable before serving.
 pub fn check_dir(dir: &Path) -> Result<()> {
-    let md = fs::metadata(dir).with_context(|| format!("the output folder {} does not exist", dir.display()))?;
+    let md = fs::metadata(dir)
+        .with_context(|| format!("the output folder {} does not exist", dir.display()))?;
     if !md.is_dir() {
         bail!("{} is not a folder", dir.display());
     }
     let probe = dir.join(format!("{TEMP_PREFIX}probe-{}", std::process::id()));
-    File::create(&probe).with_context(|| format!("the output folder {} is not writable", dir.display()))?;
+    File::create(&probe)
+        .with_context(|| format!("the output folder {} is not writable", dir.display()))?;
     let _ = fs::remove_file(probe);
     Ok(())
 }
@@ -129,7 +148,18 @@ mod tests {
 
     #[test]
     fn hostile_names_are_refused() {
-        for bad in ["", ".", "..", "../x", "a/b", "/etc/passwd", "a\\b", "a\0b", ".sieve-partial-x", "a\nb"] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "a/b",
+            "/etc/passwd",
+            "a\\b",
+            "a\0b",
+            ".sieve-partial-x",
+            "a\nb",
+        ] {
             assert!(check_name(bad).is_err(), "{bad:?} accepted");
         }
         for good in ["report.txt", "..hidden", "a..b", "日本.txt", "x y"] {
@@ -148,7 +178,10 @@ mod tests {
         assert_eq!(fs::read(d.path().join("out.bin")).unwrap(), b"abcd");
         let p = PartFile::create(d.path(), "2", "gone.bin", 4).unwrap();
         drop(p);
-        let names: Vec<_> = fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("out.bin")]);
     }
 }

@@ -54,14 +54,18 @@ impl FromStr for Cipher {
             "aes128gcm" | "aes128" | "aes-128-gcm" => Ok(Cipher::Aes128Gcm),
             "aes256gcm" | "aes256" | "aes-256-gcm" => Ok(Cipher::Aes256Gcm),
             "chacha20" | "chacha20poly1305" | "chacha20-poly1305" => Ok(Cipher::Chacha20),
-            _ => Err(format!("unknown cipher '{s}': use aes128gcm, aes256gcm or chacha20")),
+            _ => Err(format!(
+                "unknown cipher '{s}': use aes128gcm, aes256gcm or chacha20"
+            )),
         }
     }
 }
 
 /// Human name of a negotiated suite, e.g. `TLS13_AES_128_GCM_SHA256`.
 pub fn suite_name(suite: Option<SupportedCipherSuite>) -> String {
-    suite.map(|s| format!("{:?}", s.suite())).unwrap_or_else(|| "none".into())
+    suite
+        .map(|s| format!("{:?}", s.suite()))
+        .unwrap_or_else(|| "none".into())
 }
 
 fn provider(ciphers: Option<&[Cipher]>) -> Arc<CryptoProvider> {
@@ -78,7 +82,10 @@ pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
         .collect::<Result<Vec<_>, _>>()
         .with_context(|| format!("{} is not a PEM certificate file", path.display()))?;
     if certs.is_empty() {
-        bail!("{} holds no PEM certificate (expected '-----BEGIN CERTIFICATE-----')", path.display());
+        bail!(
+            "{} holds no PEM certificate (expected '-----BEGIN CERTIFICATE-----')",
+            path.display()
+        );
     }
     Ok(certs)
 }
@@ -91,9 +98,12 @@ pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
 fn roots(ca: &Path) -> Result<RootCertStore> {
     let mut roots = RootCertStore::empty();
     for c in load_certs(ca)? {
-        roots
-            .add(c)
-            .with_context(|| format!("{} holds a certificate that cannot be used as a trust anchor", ca.display()))?;
+        roots.add(c).with_context(|| {
+            format!(
+                "{} holds a certificate that cannot be used as a trust anchor",
+                ca.display()
+            )
+        })?;
     }
     Ok(roots)
 }

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Transfer benchmark (issue: sieve vs secure-only vs socat+OpenSSL on loopback).
+#
+#   bench/transfer.sh [SIZE] [P] [ROUNDS]      defaults: 1GiB 0.1 5
+#
+# One receiver with --discard (like a peer writing to /dev/null), N = M = 1, page cache warm.
+# Secure-only, sieve and `socat` with OpenSSL TLS alternate within every round so drift hits
+# all three. Prints medians with min..max, CPU seconds per GB for sender and receiver, and the
+# peak resident memory of each side. Needs socat and GNU time (apt-get install socat time).
+set -euo pipefail
+SIZE=${1:-1GiB}
+P=${2:-0.1}
+ROUNDS=${3:-5}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml"
+S="$ROOT/target/release/sieve"
+W=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
+cd "$W"
+"$S" certs --dir certs 2>/dev/null
+"$S" gen --size "$SIZE" --proportion "$P" -o doc.txt 2>/dev/null
+cat doc.txt > /dev/null   # warm the page cache
+mkdir out
+"$S" serve --dir out --cert certs/server.pem --key certs/server.key --discard \
+  --listen 127.0.0.1:17443 --plain-listen 127.0.0.1:17080 2>serve.log &
+SERVE=$!
+socat -u OPENSSL-LISTEN:17444,reuseaddr,fork,cert=certs/server.pem,key=certs/server.key,verify=0 OPEN:/dev/null,wronly 2>/dev/null &
+sleep 1
+ticks() { awk '{print $14+$15}' /proc/"$1"/stat; }
+BYTES=$(stat -c %s doc.txt)
+echo "mode,round,response_ms,sender_cpu_ms,receiver_cpu_ms,sender_rss_kb" > results.csv
+for r in $(seq 1 "$ROUNDS"); do
+  for mode in secure-only sieve socat; do
+    before=$(ticks $SERVE)
+    if [ "$mode" = socat ]; then
+      t0=$(date +%s%N)
+      /usr/bin/time -f "%e %U %S %M" -o t.txt socat -u OPEN:doc.txt OPENSSL:127.0.0.1:17444,cafile=certs/ca.pem,commonname=localhost
+      t1=$(date +%s%N)
+      read -r _ u s rss < t.txt
+      resp=$(( (t1 - t0) / 1000000 ))
+      cpu=$(awk -v u="$u" -v s="$s" 'BEGIN{print (u+s)*1000}')
+      rcpu=0
+    else
+      /usr/bin/time -f "%e %U %S %M" -o t.txt "$S" send --to 127.0.0.1:17443 --ca certs/ca.pem --mode "$mode" --json doc.txt > j.json
+      read -r _ u s rss < t.txt
+      resp=$(python3 -c "import json; print(json.load(open('j.json'))['response_ms'])")
+      cpu=$(awk -v u="$u" -v s="$s" 'BEGIN{print (u+s)*1000}')
+      sleep 0.2
+      rcpu=$(( ($(ticks $SERVE) - before) * 10 ))
+    fi
+    echo "$mode,$r,$resp,$cpu,$rcpu,$rss" >> results.csv
+  done
+done
+echo "receiver peak RSS: $(grep VmHWM /proc/$SERVE/status | awk '{print $2}') kB"
+python3 - "$BYTES" <<'PY'
+import csv, statistics, sys
+gb = int(sys.argv[1]) / 1e9
+rows = list(csv.DictReader(open("results.csv")))
+def col(mode, key): return [float(r[key]) for r in rows if r["mode"] == mode]
+print(f"{gb:.2f} GB document, {len(col('sieve','response_ms'))} rounds; median [min..max]")
+for m in ["secure-only", "sieve", "socat"]:
+    resp = col(m, "response_ms"); sc = col(m, "sender_cpu_ms"); rc = col(m, "receiver_cpu_ms"); rss = col(m, "sender_rss_kb")
+    print(f"{m:12s} response {statistics.median(resp):8.0f} ms [{min(resp):.0f}..{max(resp):.0f}]"
+          f"  sender CPU {statistics.median(sc)/1000/gb:5.2f} s/GB  receiver CPU {statistics.median(rc)/1000/gb:5.2f} s/GB"
+          f"  sender peak RSS {max(rss)/1024:.1f} MiB")
+so = statistics.median(col("secure-only", "response_ms")); sv = statistics.median(col("sieve", "response_ms"))
+print(f"sieve / secure-only response = {sv/so:.2f} (target <= 0.75); improvement (eq. 1) = {(so-sv)/so*100:.1f} %")
+PY
+cp results.csv "$ROOT/target/bench-transfer.csv"

@@ -1,0 +1,405 @@
+//! Tests that run the real `sieve` binary: the command-line contract (DESIGN.md §7), a sender
+//! killed mid-transfer, badly marked files, and TLS as seen by OpenSSL.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const SIEVE: &str = env!("CARGO_BIN_EXE_sieve");
+
+fn sieve() -> Command {
+    let mut c = Command::new(SIEVE);
+    c.env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null());
+    c
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("run sieve")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Remove ANSI colour sequences, in case the log is coloured anyway.
+fn plain_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("list folder")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn partials(dir: &Path) -> Vec<String> {
+    names_in(dir)
+        .into_iter()
+        .filter(|n| n.starts_with(".sieve-partial-"))
+        .collect()
+}
+
+/// `sieve certs --dir root/certs`, then `sieve serve` into `root/out` on ports chosen by the
+/// system (read back from its log). Killed when dropped.
+struct Server {
+    root: tempfile::TempDir,
+    certs: PathBuf,
+    out: PathBuf,
+    addr: SocketAddr,
+    child: Child,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    fn start() -> Server {
+        let root = tempfile::tempdir().unwrap();
+        let certs = root.path().join("certs");
+        let out = root.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let o = run(sieve().args(["certs", "--dir"]).arg(&certs));
+        assert!(o.status.success(), "sieve certs: {}", text(&o.stderr));
+        for f in ["ca.pem", "server.pem", "server.key"] {
+            assert!(certs.join(f).is_file(), "sieve certs wrote no {f}");
+        }
+        let mut child = sieve()
+            .args(["serve", "--dir"])
+            .arg(&out)
+            .arg("--cert")
+            .arg(certs.join("server.pem"))
+            .arg("--key")
+            .arg(certs.join("server.key"))
+            .args(["--listen", "127.0.0.1:0", "--plain-listen", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start sieve serve");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let l = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let line = plain_text(&line);
+                if line.contains("receiver listening") {
+                    let addr = line
+                        .split_whitespace()
+                        .find_map(|w| w.strip_prefix("tls="))
+                        .map(str::to_string);
+                    let _ = tx.send(addr);
+                }
+                let mut l = l.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(20))
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| {
+                panic!(
+                    "sieve serve did not say where it listens:\n{}",
+                    log.lock().unwrap()
+                )
+            });
+        Server {
+            addr: addr.parse().expect("a socket address"),
+            root,
+            certs,
+            out,
+            child,
+            log,
+        }
+    }
+
+    fn ca(&self) -> PathBuf {
+        self.certs.join("ca.pem")
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// `sieve send --to ADDR --ca CA ARGS...`
+    fn send(&self) -> Command {
+        let mut c = sieve();
+        c.arg("send")
+            .arg("--to")
+            .arg(self.addr.to_string())
+            .arg("--ca")
+            .arg(self.ca());
+        c
+    }
+
+    fn assert_running(&mut self) {
+        assert!(
+            self.child.try_wait().unwrap().is_none(),
+            "sieve serve exited:\n{}",
+            self.log()
+        );
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn gen(size: &str, p: &str, out: &Path) {
+    let o = run(sieve()
+        .args(["gen", "--size", size, "--proportion", p, "-o"])
+        .arg(out));
+    assert!(o.status.success(), "sieve gen: {}", text(&o.stderr));
+}
+
+/// `sieve send --json`: exit 0, one JSON object with the contract's fields, files identical;
+/// `--strip-marks` and `--ranges` through the command line.
+#[test]
+fn send_json_strip_marks_and_ranges() {
+    let mut srv = Server::start();
+    let src = tempfile::tempdir().unwrap();
+    let doc = src.path().join("1MB-10.txt");
+    gen("1MB", "0.1", &doc);
+    let o = run(srv
+        .send()
+        .args(["--json", "-n", "2", "-m", "3", "--split", "even"])
+        .arg(&doc));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let stdout = text(&o.stdout);
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "one JSON object per session: {stdout}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON on stdout");
+    for field in [
+        "mode",
+        "secure_channels",
+        "plain_channels",
+        "split",
+        "docs",
+        "bytes",
+        "secure_bytes",
+        "plain_bytes",
+        "connect_ms",
+        "response_ms",
+        "total_ms",
+        "sieve_ms",
+        "split_ms",
+        "combine_ms",
+        "integrate_ms",
+        "cpu_ms",
+        "cipher",
+    ] {
+        assert!(v.get(field).is_some(), "--json lacks {field}: {stdout}");
+    }
+    assert_eq!(v["mode"], "sieve");
+    assert_eq!(
+        (v["secure_channels"].as_u64(), v["plain_channels"].as_u64()),
+        (Some(2), Some(3))
+    );
+    assert_eq!(v["split"], "even");
+    assert_eq!(v["docs"], 1);
+    assert_eq!(
+        std::fs::read(srv.out.join("1MB-10.txt")).unwrap(),
+        std::fs::read(&doc).unwrap()
+    );
+
+    // --strip-marks, secure-only.
+    let marked = src.path().join("marked.txt");
+    std::fs::write(&marked, b"ab<$S>cd<$E>e\\<$S>f<$S>gh<$E>").unwrap();
+    let o = run(srv
+        .send()
+        .args(["--mode", "secure-only", "--strip-marks"])
+        .arg(&marked));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        std::fs::read(srv.out.join("marked.txt")).unwrap(),
+        b"abcde<$S>fgh"
+    );
+
+    // --ranges over a binary file.
+    let bin = src.path().join("record.bin");
+    let bytes: Vec<u8> = (0..100_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&bin, &bytes).unwrap();
+    let ranges = src.path().join("fields.json");
+    std::fs::write(
+        &ranges,
+        br#"{"ranges": [[0, 16], [120, 180], [50000, 100000]]}"#,
+    )
+    .unwrap();
+    let o = run(srv
+        .send()
+        .arg("--json")
+        .arg("--ranges")
+        .arg(&ranges)
+        .arg(&bin));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
+    assert_eq!(v["secure_bytes"], 16 + 60 + 50_000);
+    assert_eq!(std::fs::read(srv.out.join("record.bin")).unwrap(), bytes);
+    srv.assert_running();
+}
+
+/// Unbalanced marks: non-zero exit, a one-line error with the byte offset, nothing sent, nothing
+/// in OUT.
+#[test]
+fn unbalanced_marks_fail_with_the_offset_and_send_nothing() {
+    let mut srv = Server::start();
+    let src = tempfile::tempdir().unwrap();
+    let good = src.path().join("good.txt");
+    std::fs::write(&good, b"fine <$S>secret<$E> text").unwrap();
+    let bad = src.path().join("bad.txt");
+    let mut bytes = vec![b'x'; 1234];
+    bytes.extend_from_slice(b"<$S>never closed");
+    std::fs::write(&bad, &bytes).unwrap();
+    let o = run(srv.send().arg(&good).arg(&bad));
+    let stderr = text(&o.stderr);
+    assert!(!o.status.success(), "exit status {:?}", o.status);
+    assert!(stderr.contains("byte 1234"), "{stderr}");
+    assert!(stderr.contains("bad.txt"), "{stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "a one-line error: {stderr}"
+    );
+    assert!(o.stdout.is_empty());
+    srv.assert_running();
+    assert!(names_in(&srv.out).is_empty(), "{:?}", names_in(&srv.out));
+    assert!(
+        !srv.log().contains("session started"),
+        "something was sent:\n{}",
+        srv.log()
+    );
+}
+
+/// A sender killed (SIGKILL) mid-transfer: the receiver removes the temporary file, no file
+/// appears under the final name, and the receiver goes on serving.
+#[test]
+fn killed_sender_leaves_no_partial_file() {
+    let mut srv = Server::start();
+    let src = tempfile::tempdir().unwrap();
+    let big = src.path().join("big.txt");
+    gen("200MB", "0.1", &big);
+    let mut sender = srv
+        .send()
+        .args(["-n", "2", "-m", "2"])
+        .arg(&big)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it as soon as the receiver has started writing the document.
+    let out = srv.out.clone();
+    wait_for(
+        "the receiver to start writing",
+        Duration::from_secs(60),
+        || !partials(&out).is_empty(),
+    );
+    sender.kill().expect("kill the sender");
+    let status = sender.wait().unwrap();
+    assert!(!status.success());
+    wait_for(
+        "the temporary file to be removed",
+        Duration::from_secs(20),
+        || partials(&out).is_empty(),
+    );
+    assert!(names_in(&out).is_empty(), "{:?}", names_in(&out));
+    wait_for(
+        "the receiver to log the failed session",
+        Duration::from_secs(20),
+        || srv.log().contains("session failed"),
+    );
+    srv.assert_running();
+
+    let small = src.path().join("after.txt");
+    std::fs::write(&small, b"still <$S>serving<$E>").unwrap();
+    let o = run(srv.send().arg(&small));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(names_in(&out), vec!["after.txt".to_string()]);
+    assert_eq!(
+        std::fs::read(out.join("after.txt")).unwrap(),
+        b"still <$S>serving<$E>"
+    );
+}
+
+/// `openssl s_client -CAfile D/ca.pem -connect 127.0.0.1:PORT` verifies the receiver's
+/// certificate and negotiates TLS 1.3; with another CA, verification fails.
+#[test]
+fn openssl_verifies_the_certificate_and_negotiates_tls13() {
+    if Command::new("openssl").arg("version").output().is_err() {
+        eprintln!("skipped: openssl is not installed");
+        return;
+    }
+    let srv = Server::start();
+    let s_client = |ca: &Path| {
+        Command::new("openssl")
+            .args([
+                "s_client",
+                "-brief",
+                "-verify_return_error",
+                "-verify_hostname",
+                "localhost",
+                "-CAfile",
+            ])
+            .arg(ca)
+            .arg("-connect")
+            .arg(srv.addr.to_string())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run openssl")
+    };
+    let o = s_client(&srv.ca());
+    let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{all}");
+    assert!(all.contains("Protocol version: TLSv1.3"), "{all}");
+    assert!(all.contains("Verification: OK"), "{all}");
+
+    let other = srv.root.path().join("other");
+    assert!(run(sieve().args(["certs", "--dir"]).arg(&other))
+        .status
+        .success());
+    let o = s_client(&other.join("ca.pem"));
+    let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+    assert!(
+        !o.status.success() && !all.contains("Verification: OK"),
+        "a foreign CA verified the receiver: {all}"
+    );
+}
