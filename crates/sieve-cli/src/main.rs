@@ -3,6 +3,7 @@
 mod certs;
 mod demo;
 mod gen;
+mod lab;
 mod send;
 mod serve;
 
@@ -45,6 +46,8 @@ enum Command {
     Gen(gen::Args),
     /// Run the demo: secure-only vs sieve on loopback, with a comparison.
     Demo(demo::Args),
+    /// Re-run the thesis's experiments (chapter 5) on this machine: data, plots, reports.
+    Lab(lab::Args),
 }
 
 fn main() -> ExitCode {
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
             Some(Command::Gen(a)) => gen::run(&a).map(|_| true),
             Some(Command::Serve(a)) => serve::run(&a).await.map(|_| true),
             Some(Command::Send(a)) => send::run(&a).await,
+            Some(Command::Lab(a)) => tokio::task::block_in_place(|| lab::run(&a)),
         }
     });
     match result {

@@ -83,6 +83,10 @@ pub struct Args {
     /// Seconds without progress before giving up.
     #[arg(long, default_value_t = 60)]
     pub idle_timeout: u64,
+    /// Laboratory only: sleep this many milliseconds per MB of classified data before sending,
+    /// emulating the thesis's additional processing time (AP, §5.2.4.1).
+    #[arg(long, default_value_t = 0.0, hide = true)]
+    pub emulate_processing_ms_per_mb: f64,
     /// Print one JSON object with the session's measurements on stdout.
     #[arg(long)]
     pub json: bool,
@@ -134,6 +138,9 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         classify,
         chunk: args.chunk as u32,
         idle_timeout: Duration::from_secs(args.idle_timeout),
+        processing_per_secure_mb: Duration::from_secs_f64(
+            args.emulate_processing_ms_per_mb / 1000.0,
+        ),
     })
 }
 

@@ -62,6 +62,9 @@ pub struct SendConfig {
     pub chunk: u32,
     /// Give up when nothing moves for this long.
     pub idle_timeout: Duration,
+    /// Emulated application work per MB of classified data (the thesis's "additional processing
+    /// time" AP of §5.2.4.1: the client sleeps AP for every MB it must protect). Zero normally.
+    pub processing_per_secure_mb: Duration,
 }
 
 /// Live counters for a progress display.
@@ -114,6 +117,8 @@ pub struct SessionReport {
     pub response_ms: f64,
     pub total_ms: f64,
     pub sieve_ms: f64,
+    /// Emulated additional processing (see [`SendConfig::processing_per_secure_mb`]).
+    pub processing_ms: f64,
     pub split_ms: f64,
     pub transfer_ms: f64,
     pub combine_ms: f64,
@@ -131,7 +136,23 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// CPU time (user + system) of this process so far.
+///
+/// Summed over the threads' scheduler statistics (nanoseconds of run time, /proc/self/task/*/
+/// schedstat); /proc/self/stat's 10 ms ticks are too coarse for transfers of a few milliseconds.
 pub fn process_cpu() -> Duration {
+    let from_tasks = std::fs::read_dir("/proc/self/task").ok().map(|dir| {
+        dir.filter_map(|e| e.ok())
+            .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
+            .filter_map(|s| {
+                s.split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse::<u64>().ok())
+            })
+            .sum::<u64>()
+    });
+    if let Some(ns) = from_tasks.filter(|&ns| ns > 0) {
+        return Duration::from_nanos(ns);
+    }
     // /proc/self/stat fields 14 and 15 are utime and stime in clock ticks (USER_HZ, 100 on Linux).
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
         return Duration::ZERO;
@@ -140,9 +161,8 @@ pub fn process_cpu() -> Duration {
         return Duration::ZERO;
     };
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = f.get(11).and_then(|s| s.parse().ok()).unwrap_or(0)
-        + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Duration::from_millis(ticks * 10)
+    let tick = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+    Duration::from_millis((tick(11) + tick(12)) * 10)
 }
 
 type Tls = tokio_rustls::client::TlsStream<TcpStream>;
@@ -366,6 +386,11 @@ pub async fn send(
         }
     }
     let sieve_time = t_sieve.elapsed();
+    if !cfg.processing_per_secure_mb.is_zero() {
+        let secure: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
+        tokio::time::sleep(cfg.processing_per_secure_mb.mul_f64(secure as f64 / 1e6)).await;
+    }
+    let processing_time = t_sieve.elapsed() - sieve_time;
     let total_bytes: u64 = sources.iter().map(|s| s.output_len()).sum();
     progress.total_bytes.store(
         sources.iter().map(|s| s.layout.content_len()).sum(),
@@ -631,7 +656,9 @@ pub async fn send(
         cipher,
         ..Default::default()
     };
-    report.response_ms = report.sieve_ms + report.split_ms + report.transfer_ms;
+    report.processing_ms = ms(processing_time);
+    report.response_ms =
+        report.sieve_ms + report.processing_ms + report.split_ms + report.transfer_ms;
     report.total_ms = report.connect_ms + report.response_ms;
     for (i, a) in acks.into_iter().enumerate() {
         let src = &shared.sources[i];

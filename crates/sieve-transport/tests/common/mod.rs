@@ -199,6 +199,7 @@ impl TestReceiver {
             classify: Classify::Marks(MarkConfig::default()),
             chunk: CHUNK,
             idle_timeout: Duration::from_secs(20),
+            processing_per_secure_mb: Duration::ZERO,
         }
     }
 

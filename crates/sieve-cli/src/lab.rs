@@ -1,0 +1,61 @@
+//! `sieve lab`: re-run the thesis's experiments on this machine.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum LabCommand {
+    /// Name every experiment.
+    List,
+    /// Run experiments (IDs from `sieve lab list`, or `all`) and write results/<ID>/.
+    Run {
+        /// Experiment IDs, e.g. F5.1 F5.12/T5.2, or `all`.
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// A reduced version of each experiment (fewer points and rounds).
+        #[arg(long)]
+        quick: bool,
+        /// Where to write the results.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+    },
+}
+
+pub fn run(args: &Args) -> Result<bool> {
+    match &args.command {
+        LabCommand::List => {
+            for e in sieve_lab::experiments::all() {
+                println!("{:<16} {}", e.id, e.title);
+            }
+            Ok(true)
+        }
+        LabCommand::Run { ids, quick, out } => {
+            let me = std::env::current_exe().context("cannot find the sieve binary")?;
+            let results = sieve_lab::experiments::run(ids, *quick, out, me)?;
+            let failed: Vec<_> = results.iter().filter(|r| r.1.is_err()).collect();
+            for (id, r) in &results {
+                match r {
+                    Ok(()) => eprintln!(
+                        "{id}: written to {}",
+                        out.join(id.replace('/', "_")).display()
+                    ),
+                    Err(e) => eprintln!("{id}: failed: {e:#}"),
+                }
+            }
+            if let Err(e) = sieve_lab::summary::write(out) {
+                eprintln!("results/README.md not updated: {e:#}");
+            }
+            if !failed.is_empty() {
+                bail!("{} of {} experiments failed", failed.len(), results.len());
+            }
+            Ok(true)
+        }
+    }
+}

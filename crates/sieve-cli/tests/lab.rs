@@ -1,0 +1,73 @@
+//! Smoke test of the laboratory, so it cannot rot: `sieve lab list` names every experiment of
+//! the issue, and `sieve lab run F5.1 --quick` writes data, plots and a report.
+
+use std::process::Command;
+
+const SIEVE: &str = env!("CARGO_BIN_EXE_sieve");
+
+#[test]
+fn lab_lists_every_experiment() {
+    let out = Command::new(SIEVE)
+        .args(["lab", "list"])
+        .output()
+        .expect("sieve runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for id in [
+        "F5.1",
+        "F5.2",
+        "F5.3-5.4",
+        "F5.5-5.6",
+        "F5.7",
+        "F5.8-5.9",
+        "F5.10-5.11",
+        "F5.12/T5.2",
+        "F5.13",
+        "F5.14-5.16",
+        "TB.1-3",
+        "T5.3/F5.17-5.18",
+        "ICPE-F7",
+        "CPU-P",
+        "PEERS",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(id)),
+            "{id} missing from:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn lab_quick_f5_1_writes_data_plots_and_report() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let st = Command::new(SIEVE)
+        .args(["lab", "run", "F5.1", "--quick", "--out"])
+        .arg(out.path())
+        .output()
+        .expect("sieve runs");
+    assert!(
+        st.status.success(),
+        "lab failed: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let d = out.path().join("F5.1");
+    let csv = std::fs::read_to_string(d.join("data.csv")).expect("data.csv");
+    // header + 1 size x 4 P x 2 modes x 3 rounds
+    assert_eq!(csv.lines().count(), 1 + 24, "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.contains("loopback")));
+    let report = std::fs::read_to_string(d.join("report.md")).expect("report.md");
+    assert!(
+        report.contains("thesis") && report.contains("| 1MB-10 |"),
+        "{report}"
+    );
+    for f in [
+        "f5_1_response.png",
+        "f5_1_response.svg",
+        "f5_1_total.png",
+        "f5_1_total.svg",
+    ] {
+        let md = std::fs::metadata(d.join(f)).unwrap_or_else(|_| panic!("{f} missing"));
+        assert!(md.len() > 1000, "{f} is too small");
+    }
+    assert!(out.path().join("README.md").exists());
+}

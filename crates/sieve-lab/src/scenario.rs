@@ -1,0 +1,715 @@
+//! The emulated environments of the thesis's Table 5.1: a wired or Wi-Fi link between sender and
+//! receiver, and a slow ("power saving") sender.
+//!
+//! The thesis ran on real hardware: two PCs on 100 Mbit/s Ethernet or 54 Mbit/s 802.11g, with the
+//! client in Windows' "power saving" plan for the slow case. We cannot rewire the machine, so we
+//! emulate each factor with what Linux gives root:
+//!
+//! - **Links** ([`NetPair`]): two network namespaces joined by a veth pair, the rate limited in
+//!   *both* directions by a token-bucket qdisc (`tbf`) on each end, with an optional propagation
+//!   delay (`netem`) under it. Traffic between the namespaces never leaves the machine and never
+//!   touches the host's own interfaces.
+//! - **Slow client** ([`CpuLimit`]): a cgroup with a CPU bandwidth quota (cgroup v2 `cpu.max`, or
+//!   the v1 `cpu` controller's CFS quota on hybrid hosts such as this one), into which the sender is
+//!   started.
+//!
+//! Everything is created on demand and removed by `Drop` (namespaces, their processes, cgroup
+//! directories), so a failing test or a panicking lab leaves nothing behind. Anything a killed
+//! process could not remove is found by [`cleanup_stale`], which deletes only objects whose name
+//! carries the pid of a process that no longer exists.
+//!
+//! Scenarios need root and kernel features; [`check_root`] and [`check_cgroup`] say in one line why
+//! a scenario cannot run, so the lab can print "skipped: …" instead of failing.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+/// Prefix of every namespace and cgroup this module creates; [`cleanup_stale`] relies on it.
+const PREFIX: &str = "sieve-lab-";
+
+/// Interface names inside the namespaces. Each end lives in its own namespace from the moment it
+/// is created, so the names never collide with the host's interfaces or with another pair's.
+const CLIENT_IF: &str = "sv-client";
+const SERVER_IF: &str = "sv-server";
+
+/// Sequence number that makes names unique within one process (the pid makes them unique across
+/// processes) and picks the /30 subnet of each pair.
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// A point-to-point link as Table 5.1 names it: a nominal rate and a one-way propagation delay.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkSpec {
+    /// Short name used in reports and in namespace names ("wired", "wifi").
+    pub name: &'static str,
+    /// Rate in Mbit/s (10^6 bit/s), enforced in each direction independently.
+    pub rate_mbit: f64,
+    /// One-way delay in milliseconds, applied in each direction (so the round trip is twice this).
+    pub delay_ms: f64,
+}
+
+/// The thesis's "wired" link: switched 100 Mbit/s Ethernet on one LAN. The 0.2 ms one-way delay is
+/// what a switch hop and two NICs add; it matters little next to the rate but keeps the handshake
+/// round trips from being unrealistically free. `tbf` counts the Ethernet header but not the
+/// preamble and inter-frame gap, so TCP goodput comes out near 95 Mbit/s, against about 94 Mbit/s on
+/// real Fast Ethernet.
+pub const WIRED: LinkSpec = LinkSpec {
+    name: "wired",
+    rate_mbit: 100.0,
+    delay_ms: 0.2,
+};
+
+/// The thesis's "Wi-Fi" link at the nominal 802.11g rate it names (54 Mbit/s), with 2 ms one-way
+/// delay for the shared medium's access latency.
+///
+/// Real 802.11g delivers only about 20-25 Mbit/s of TCP goodput (half-duplex medium, per-frame
+/// preamble, ACKs and backoff). We keep the nominal rate because that is the factor Table 5.1
+/// varies and because the thesis's own Wi-Fi figures are dominated by its slow handshake rather
+/// than by the rate; [`WIFI_GOODPUT`] is the realistic alternative for a sensitivity run.
+pub const WIFI: LinkSpec = LinkSpec {
+    name: "wifi",
+    rate_mbit: 54.0,
+    delay_ms: 2.0,
+};
+
+/// 802.11g as it performs in practice: about 22 Mbit/s of TCP goodput, 2 ms one-way delay. Not in
+/// Table 5.1; offered so the lab can show how much the nominal-rate choice of [`WIFI`] matters.
+pub const WIFI_GOODPUT: LinkSpec = LinkSpec {
+    name: "wifi-goodput",
+    rate_mbit: 22.0,
+    delay_ms: 2.0,
+};
+
+/// Which end of a [`NetPair`]: the client runs the sender, the server runs the receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The sender's namespace (`10.77.N.1`).
+    Client,
+    /// The receiver's namespace (`10.77.N.2`).
+    Server,
+}
+
+/// Two network namespaces joined by a shaped veth link; see the module documentation.
+///
+/// Dropping it kills whatever still runs inside the two namespaces (only processes started there,
+/// which can only be ours) and deletes them, which also destroys the veth pair and its qdiscs.
+#[derive(Debug)]
+pub struct NetPair {
+    /// Name of the sender's namespace (for `ip netns exec`).
+    pub client_ns: String,
+    /// Name of the receiver's namespace.
+    pub server_ns: String,
+    /// Address of the sender, `10.77.N.1/30`.
+    pub client_ip: Ipv4Addr,
+    /// Address of the receiver, `10.77.N.2/30`: where the sender connects to.
+    pub server_ip: Ipv4Addr,
+    /// The link this pair emulates.
+    pub link: LinkSpec,
+    /// Whether the delay of `link` is in force. The rate always is; the delay needs the kernel's
+    /// `netem` qdisc (`CONFIG_NET_SCH_NETEM`), which some kernels (this machine's included) lack.
+    /// Reports should say so when it is `false`.
+    pub delay_emulated: bool,
+}
+
+impl NetPair {
+    /// Create the two namespaces, the veth link between them, addresses, and shaping in both
+    /// directions. On any error whatever was already created is removed again (by `Drop`).
+    ///
+    /// `tag` only makes names readable (`sieve-lab-<pid>-<seq>-<tag>-c`); any characters other
+    /// than ASCII letters, digits and `_` are dropped.
+    pub fn create(tag: &str, link: &LinkSpec) -> Result<NetPair> {
+        if !(link.rate_mbit.is_finite() && link.rate_mbit > 0.0) {
+            bail!("link {}: rate must be positive", link.name);
+        }
+        if !(link.delay_ms.is_finite() && link.delay_ms >= 0.0) {
+            bail!("link {}: delay must be zero or positive", link.name);
+        }
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let base = format!("{PREFIX}{}-{seq}-{}", std::process::id(), sanitize(tag));
+        // The subnet number only has to differ between pairs for readability of `ip` output:
+        // each pair's addresses live in namespaces of their own and cannot clash with anything.
+        let subnet = ((std::process::id() + seq) % 250 + 1) as u8;
+        let mut pair = NetPair {
+            client_ns: format!("{base}-c"),
+            server_ns: format!("{base}-s"),
+            client_ip: Ipv4Addr::new(10, 77, subnet, 1),
+            server_ip: Ipv4Addr::new(10, 77, subnet, 2),
+            link: *link,
+            delay_emulated: false,
+        };
+        pair.set_up()
+            .with_context(|| format!("cannot create the {} link {base}", link.name))?;
+        Ok(pair)
+    }
+
+    fn set_up(&mut self) -> Result<()> {
+        run(Command::new("ip").args(["netns", "add", &self.client_ns]))?;
+        run(Command::new("ip").args(["netns", "add", &self.server_ns]))?;
+        // Both ends are created directly inside their namespaces, never in the host's.
+        run(Command::new("ip").args([
+            "link",
+            "add",
+            CLIENT_IF,
+            "netns",
+            &self.client_ns,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            SERVER_IF,
+            "netns",
+            &self.server_ns,
+        ]))?;
+        let ends = [
+            (self.client_ns.clone(), CLIENT_IF, self.client_ip),
+            (self.server_ns.clone(), SERVER_IF, self.server_ip),
+        ];
+        for (ns, dev, ip) in &ends {
+            let addr = format!("{ip}/30");
+            run(Command::new("ip").args(["-n", ns, "addr", "add", &addr, "dev", dev]))?;
+            run(Command::new("ip").args(["-n", ns, "link", "set", "lo", "up"]))?;
+            run(Command::new("ip").args(["-n", ns, "link", "set", dev, "up"]))?;
+        }
+        let mut delays = 0;
+        for (ns, dev, _) in &ends {
+            shape(ns, dev, &self.link)?;
+            if self.link.delay_ms > 0.0 {
+                match add_delay(ns, dev, self.link.delay_ms) {
+                    Ok(()) => delays += 1,
+                    Err(e) => tracing::warn!(
+                        "{}: delay of {} ms not emulated ({e:#}); the rate still is",
+                        self.link.name,
+                        self.link.delay_ms
+                    ),
+                }
+            }
+        }
+        self.delay_emulated = self.link.delay_ms > 0.0 && delays == ends.len();
+        Ok(())
+    }
+
+    /// The namespace of one side.
+    pub fn ns(&self, side: Side) -> &str {
+        match side {
+            Side::Client => &self.client_ns,
+            Side::Server => &self.server_ns,
+        }
+    }
+
+    /// The address of one side.
+    pub fn ip(&self, side: Side) -> Ipv4Addr {
+        match side {
+            Side::Client => self.client_ip,
+            Side::Server => self.server_ip,
+        }
+    }
+
+    /// Rewrite `cmd` to run inside the namespace of `side`: `ip netns exec NS prog args…`, with the
+    /// environment changes and working directory `cmd` had.
+    ///
+    /// Call it before configuring stdio (std cannot read stdio settings back, so they are not
+    /// carried over). `ip netns exec` remounts `/sys` for the namespace, which hides
+    /// `/sys/fs/cgroup`: to combine with [`CpuLimit::wrap`], wrap for the namespace first and for
+    /// the cgroup last, so the cgroup is joined before `ip` runs.
+    pub fn exec(&self, side: Side, cmd: &mut Command) {
+        let ns = self.ns(side).to_string();
+        *cmd = prefix_command("ip", ["netns", "exec", ns.as_str()], cmd);
+    }
+
+    /// [`NetPair::exec`] by value, for code that passes commands through `Fn(Command) -> Command`.
+    pub fn wrap(&self, side: Side, mut cmd: Command) -> Command {
+        self.exec(side, &mut cmd);
+        cmd
+    }
+
+    /// A new command for `program` that will run inside the namespace of `side`.
+    pub fn command(&self, side: Side, program: impl AsRef<OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        self.exec(side, &mut cmd);
+        cmd
+    }
+}
+
+impl Drop for NetPair {
+    fn drop(&mut self) {
+        for ns in [&self.client_ns, &self.server_ns] {
+            delete_netns(ns);
+        }
+    }
+}
+
+/// Kill what still runs in `ns` (so the namespace really goes away rather than lingering,
+/// anonymous, until those processes end) and delete it. Errors are ignored: this runs in `Drop`.
+fn delete_netns(ns: &str) {
+    if let Ok(out) = Command::new("ip")
+        .args(["netns", "pids", ns])
+        .stderr(Stdio::null())
+        .output()
+    {
+        let pids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter(|p| p.parse::<u32>().is_ok())
+            .map(str::to_string)
+            .collect();
+        if !pids.is_empty() {
+            let _ = Command::new("kill")
+                .arg("-KILL")
+                .args(&pids)
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+    let _ = Command::new("ip")
+        .args(["netns", "del", ns])
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Rate-limit the egress of `dev` with a token bucket.
+///
+/// Why `tbf` and not `netem rate`: `tbf` is in nearly every kernel (netem is not, here), and its
+/// rate is accurate for TCP provided the bucket holds at least a couple of milliseconds of traffic
+/// (so timer granularity does not starve it) and a few full frames. The queue limit (50 ms worth)
+/// is about what a small switch buffers; TCP sees drops beyond it as it would on a real link.
+fn shape(ns: &str, dev: &str, link: &LinkSpec) -> Result<()> {
+    let rate_kbit = (link.rate_mbit * 1000.0).round().max(1.0) as u64;
+    let bytes_per_s = link.rate_mbit * 1e6 / 8.0;
+    let burst = ((bytes_per_s * 0.002) as u64).max(10 * 1514);
+    run(Command::new("ip").args([
+        "netns",
+        "exec",
+        ns,
+        "tc",
+        "qdisc",
+        "add",
+        "dev",
+        dev,
+        "root",
+        "handle",
+        "1:",
+        "tbf",
+        "rate",
+        &format!("{rate_kbit}kbit"),
+        "burst",
+        &burst.to_string(),
+        "latency",
+        "50ms",
+    ]))
+    .map(drop)
+}
+
+/// Put a `netem` delay under the token bucket (as its child qdisc), so packets are first delayed
+/// and then paced. Fails on kernels without netem; the caller carries on without the delay.
+fn add_delay(ns: &str, dev: &str, delay_ms: f64) -> Result<()> {
+    let us = (delay_ms * 1000.0).round() as u64;
+    run(Command::new("ip").args([
+        "netns",
+        "exec",
+        ns,
+        "tc",
+        "qdisc",
+        "add",
+        "dev",
+        dev,
+        "parent",
+        "1:1",
+        "handle",
+        "10:",
+        "netem",
+        "delay",
+        &format!("{us}us"),
+        "limit",
+        "100000",
+    ]))
+    .map(drop)
+}
+
+/// Whether we run as root and can create network namespaces, veth pairs and `tbf` qdiscs, i.e.
+/// whether [`NetPair::create`] can work. `Err` says why not, in a form fit for "skipped: …".
+///
+/// Probes with a throwaway namespace that is deleted before returning.
+pub fn check_root() -> Result<(), String> {
+    if !is_root() {
+        return Err("needs root (network namespaces and tc)".into());
+    }
+    for tool in ["ip", "tc"] {
+        match Command::new(tool)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+        {
+            Ok(s) if s.success() => {}
+            _ => return Err(format!("needs iproute2: `{tool}` not found or not working")),
+        }
+    }
+    let ns = format!(
+        "{PREFIX}{}-{}-check",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    let probe = || -> Result<()> {
+        run(Command::new("ip").args(["netns", "add", &ns]))?;
+        run(Command::new("ip").args([
+            "-n", &ns, "link", "add", "sv-a", "type", "veth", "peer", "name", "sv-b",
+        ]))?;
+        shape(&ns, "sv-a", &WIRED)
+    };
+    let result = probe();
+    delete_netns(&ns);
+    result.map_err(|e| format!("cannot create a shaped link between namespaces: {e:#}"))
+}
+
+/// Whether the kernel has `netem`, i.e. whether [`NetPair`] can add the link's delay (it always
+/// applies the rate). Probes in a throwaway namespace; `false` also when not root.
+pub fn netem_available() -> bool {
+    if !is_root() {
+        return false;
+    }
+    let ns = format!(
+        "{PREFIX}{}-{}-netem",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    );
+    let probe = || -> Result<()> {
+        run(Command::new("ip").args(["netns", "add", &ns]))?;
+        run(Command::new("ip").args([
+            "-n", &ns, "link", "add", "sv-a", "type", "veth", "peer", "name", "sv-b",
+        ]))?;
+        shape(&ns, "sv-a", &WIRED)?;
+        add_delay(&ns, "sv-a", 1.0)
+    };
+    let ok = probe().is_ok();
+    delete_netns(&ns);
+    ok
+}
+
+/// Effective uid 0, read from `/proc/self/status` (no libc needed).
+pub(crate) fn is_root() -> bool {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Which cgroup interface carries the CPU controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupVersion {
+    /// Unified hierarchy: `cpu.max`.
+    V2,
+    /// Legacy `cpu` hierarchy (hybrid hosts): `cpu.cfs_quota_us` / `cpu.cfs_period_us`.
+    V1,
+}
+
+/// CFS period we use: 100 ms, the kernel's default. A shorter period would spread the throttling
+/// more evenly but costs scheduler overhead; at 100 ms a 20 % quota runs 20 ms then waits 80 ms,
+/// which for transfers lasting seconds averages out like a uniformly slower CPU.
+const PERIOD_US: u64 = 100_000;
+
+/// A cgroup with a CPU bandwidth quota, for the thesis's "power saving" and slow clients.
+///
+/// The thesis's power saving made the client about 20 % slower; a quota of 0.8 CPU reproduces
+/// that for a single-threaded sender. Note what a quota is and is not: it caps the CPU *time* the
+/// group may use per period (throttling), it does not lower the clock, so short bursts still run
+/// at full speed and only sustained work is slowed. For transfers of megabytes this is the same
+/// average slow-down.
+///
+/// The quota counts every thread of every process in the group, summed over all cores.
+#[derive(Debug)]
+pub struct CpuLimit {
+    /// The cgroup directory, e.g. `/sys/fs/cgroup/sieve-lab-<pid>-<seq>-<tag>` (v2) or
+    /// `/sys/fs/cgroup/cpu/sieve-lab-…` (v1).
+    pub dir: PathBuf,
+    /// The quota as a fraction of one CPU (1.0 = one full core).
+    pub fraction: f64,
+    /// Which interface the quota was written through.
+    pub version: CgroupVersion,
+}
+
+impl CpuLimit {
+    /// Create the cgroup and set its quota to `fraction_of_one_cpu` of one core (0.8 = 80 %, i.e.
+    /// "80000 100000"). Fractions above 1 allow several cores. The kernel's smallest quota is 1 ms
+    /// per period, so fractions below 0.01 are raised to that.
+    pub fn create(tag: &str, fraction_of_one_cpu: f64) -> Result<CpuLimit> {
+        if !(fraction_of_one_cpu.is_finite() && fraction_of_one_cpu > 0.0) {
+            bail!("CPU fraction must be positive, got {fraction_of_one_cpu}");
+        }
+        let (root, version) = find_cpu_cgroup().map_err(|e| anyhow!(e))?;
+        if version == CgroupVersion::V2 {
+            enable_cpu_controller(&root)?;
+        }
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{PREFIX}{}-{seq}-{}", std::process::id(), sanitize(tag));
+        let dir = root.join(name);
+        fs::create_dir(&dir).with_context(|| format!("cannot create cgroup {}", dir.display()))?;
+        // From here on, an error drops `limit`, which removes the directory again.
+        let limit = CpuLimit {
+            dir,
+            fraction: fraction_of_one_cpu,
+            version,
+        };
+        let quota = ((fraction_of_one_cpu * PERIOD_US as f64).round() as u64).max(1000);
+        match version {
+            CgroupVersion::V2 => {
+                write_file(&limit.dir.join("cpu.max"), &format!("{quota} {PERIOD_US}"))?
+            }
+            CgroupVersion::V1 => {
+                write_file(&limit.dir.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
+                write_file(&limit.dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
+            }
+        }
+        Ok(limit)
+    }
+
+    /// Move a running process into the group. Racy for short-lived processes (they may finish, or
+    /// fork children that stay outside, before this runs); prefer [`CpuLimit::wrap`].
+    pub fn add_pid(&self, pid: u32) -> Result<()> {
+        write_file(&self.procs_file(), &pid.to_string())
+    }
+
+    /// Rewrite `cmd` so that it joins the group before it runs: `sh -c 'echo $$ > …/cgroup.procs
+    /// && exec "$@"' … prog args…`. The shell joins, then execs the program, so the program and
+    /// all its children are limited from their first instruction.
+    ///
+    /// Environment changes and working directory are carried over; stdio settings are not (std
+    /// cannot read them back), so configure stdio on the returned command. When combining with
+    /// [`NetPair::exec`], wrap for the namespace first (see there).
+    pub fn wrap(&self, cmd: Command) -> Command {
+        let procs = self.procs_file();
+        prefix_command(
+            "sh",
+            [
+                OsStr::new("-c"),
+                OsStr::new("echo $$ > \"$0\" && exec \"$@\""),
+                procs.as_os_str(),
+            ],
+            &cmd,
+        )
+    }
+
+    fn procs_file(&self) -> PathBuf {
+        self.dir.join("cgroup.procs")
+    }
+}
+
+impl Drop for CpuLimit {
+    /// Remove the directory. The kernel refuses while processes are still in the group, so retry
+    /// for a short while (a process just killed takes a moment to leave); processes are never
+    /// moved out or killed here.
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            match fs::remove_dir(&self.dir) {
+                Ok(()) => return,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+                Err(e) => {
+                    if Instant::now() >= deadline {
+                        tracing::warn!("cannot remove cgroup {}: {e}", self.dir.display());
+                        return;
+                    }
+                    thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+    }
+}
+
+/// Whether [`CpuLimit::create`] can work: root, a cgroup hierarchy with the CPU controller, and a
+/// quota that can be written. Probes with a throwaway group.
+pub fn check_cgroup() -> Result<(), String> {
+    if !is_root() {
+        return Err("needs root (cgroup CPU quota)".into());
+    }
+    find_cpu_cgroup()?;
+    CpuLimit::create("check", 0.5)
+        .map(drop)
+        .map_err(|e| format!("cannot create a cgroup with a CPU quota: {e:#}"))
+}
+
+/// Find where the CPU controller is mounted: a cgroup2 mount whose root offers `cpu`, else a
+/// cgroup v1 mount with the `cpu` option. Hybrid hosts (v2 mounted at `/sys/fs/cgroup/unified`
+/// without controllers, `cpu` on v1) are common in containers and VMs, this one included.
+fn find_cpu_cgroup() -> Result<(PathBuf, CgroupVersion), String> {
+    let mounts = fs::read_to_string("/proc/self/mounts")
+        .map_err(|e| format!("cannot read /proc/self/mounts: {e}"))?;
+    let mut v1 = None;
+    for line in mounts.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 4 {
+            continue;
+        }
+        let (point, fstype, opts) = (Path::new(f[1]), f[2], f[3]);
+        if fstype == "cgroup2" {
+            let controllers =
+                fs::read_to_string(point.join("cgroup.controllers")).unwrap_or_default();
+            if controllers.split_whitespace().any(|c| c == "cpu") {
+                return Ok((point.to_path_buf(), CgroupVersion::V2));
+            }
+        } else if fstype == "cgroup" && opts.split(',').any(|o| o == "cpu") && v1.is_none() {
+            v1 = Some(point.to_path_buf());
+        }
+    }
+    v1.map(|p| (p, CgroupVersion::V1))
+        .ok_or_else(|| "no cgroup hierarchy offers the cpu controller".to_string())
+}
+
+/// In v2 a child only gets `cpu.max` if its parent delegates the controller. Enabling it at the
+/// root is harmless and is left enabled (other groups may rely on it by then).
+fn enable_cpu_controller(root: &Path) -> Result<()> {
+    let control = root.join("cgroup.subtree_control");
+    let current = fs::read_to_string(&control).unwrap_or_default();
+    if current.split_whitespace().any(|c| c == "cpu") {
+        return Ok(());
+    }
+    write_file(&control, "+cpu")
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    fs::write(path, text).with_context(|| format!("cannot write {text:?} to {}", path.display()))
+}
+
+/// Remove namespaces and cgroups left by lab processes that were killed before their `Drop` ran:
+/// those whose name (`sieve-lab-<pid>-…`) carries a pid that is no longer running. Returns what
+/// was removed. Objects of live processes (including this one) are never touched.
+pub fn cleanup_stale() -> Vec<String> {
+    let mut removed = Vec::new();
+    if let Ok(out) = Command::new("ip")
+        .args(["netns", "list"])
+        .stderr(Stdio::null())
+        .output()
+    {
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let Some(name) = line.split_whitespace().next() else {
+                continue;
+            };
+            if owner_is_gone(name) {
+                delete_netns(name);
+                removed.push(format!("netns {name}"));
+            }
+        }
+    }
+    if let Ok((root, _)) = find_cpu_cgroup() {
+        if let Ok(entries) = fs::read_dir(&root) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if owner_is_gone(&name) && fs::remove_dir(entry.path()).is_ok() {
+                    removed.push(format!("cgroup {}", entry.path().display()));
+                }
+            }
+        }
+    }
+    removed
+}
+
+/// True for our names whose creating process has exited.
+fn owner_is_gone(name: &str) -> bool {
+    owner_pid(name).is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+}
+
+fn owner_pid(name: &str) -> Option<u32> {
+    name.strip_prefix(PREFIX)?.split('-').next()?.parse().ok()
+}
+
+/// Keep names short and safe for file names, `ip` and cgroupfs.
+fn sanitize(tag: &str) -> String {
+    let s: String = tag
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(16)
+        .collect();
+    if s.is_empty() {
+        "x".into()
+    } else {
+        s
+    }
+}
+
+/// Build `program pre_args… <cmd's program> <cmd's args…>` with `cmd`'s environment changes and
+/// working directory. Used to run a command under `ip netns exec`, `sh` (cgroup) or a timer.
+pub(crate) fn prefix_command<I, S>(
+    program: impl AsRef<OsStr>,
+    pre_args: I,
+    cmd: &Command,
+) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut new = Command::new(program);
+    new.args(pre_args)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => new.env(key, v),
+            None => new.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        new.current_dir(dir);
+    }
+    new
+}
+
+/// Run a set-up command; its stderr becomes the error.
+pub(crate) fn run(cmd: &mut Command) -> Result<Output> {
+    let line = format!("{cmd:?}");
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {line}"))?;
+    if !out.status.success() {
+        bail!(
+            "{line} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_keeps_program_args_env_and_dir() {
+        let mut cmd = Command::new("socat");
+        cmd.args(["-u", "A", "B"])
+            .env("X", "1")
+            .env_remove("Y")
+            .current_dir("/tmp");
+        let new = prefix_command("ip", ["netns", "exec", "ns"], &cmd);
+        assert_eq!(new.get_program(), "ip");
+        let args: Vec<_> = new.get_args().collect();
+        assert_eq!(args, ["netns", "exec", "ns", "socat", "-u", "A", "B"]);
+        let envs: Vec<_> = new.get_envs().collect();
+        assert!(envs.contains(&(OsStr::new("X"), Some(OsStr::new("1")))));
+        assert!(envs.contains(&(OsStr::new("Y"), None)));
+        assert_eq!(new.get_current_dir(), Some(Path::new("/tmp")));
+    }
+
+    #[test]
+    fn names_carry_the_pid_and_stay_safe() {
+        assert_eq!(sanitize("wired link/1"), "wiredlink1");
+        assert_eq!(sanitize("--"), "x");
+        assert_eq!(owner_pid("sieve-lab-1234-0-wired-c"), Some(1234));
+        assert_eq!(owner_pid("other-1234"), None);
+        assert!(!owner_is_gone(&format!(
+            "{PREFIX}{}-0-x-c",
+            std::process::id()
+        )));
+    }
+}
