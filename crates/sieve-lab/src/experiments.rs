@@ -392,12 +392,12 @@ The thesis's curve fell from 67 % at P = 0.1 to about 7 % at P = 0.9 because its
 crypto-bound: TLS 1.0 with 3DES moved 1 MB in 293 ms on a 2 GHz Core 2, against 95 ms for the
 sieved file. On this machine AES-128-GCM runs at roughly 11 GB/s per core (AES-NI and carry-less
 multiply), so encrypting a megabyte costs about 0.1 ms: far less than the fixed costs of a transfer
-(process start, handshake, a manifest round trip, fsync and rename before the acknowledgement).
+(process start, the handshake, the manifest and acknowledgement round trips, and for the sieve a second connection).
 For 1 and 10 MB documents those fixed costs dominate both modes, so the improvement sits near zero
 and its sign is decided by the sieve's own overheads (the marks scan, a second channel, the
 cleartext MAC) rather than by P. The break-even the thesis found near P ≈ 0.95 therefore moves to
-low P or disappears on loopback; see CPU-P for where the sieve still saves work, and F5.5-5.6 for a
-slow client, where the balance shifts back.
+low P or disappears on loopback; see CPU-P for where the sieve still saves work (the receiver's CPU),
+and F5.7 for the one case where it still pays in time: costly processing of classified data.
 ";
 
 fn f5_2(ctx: &mut Ctx, dir: &Path) -> Result<String> {

@@ -72,13 +72,15 @@ impl Receiver {
             ])
             .args(["--max-sessions", "256"])
             .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .env("NO_COLOR", "1");
         if !write {
             cmd.arg("--discard");
         }
+        // Stdio last: wrappers (namespaces, cgroups) build new commands and cannot carry it over.
         let mut cmd = wrap(cmd);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
         let mut child = cmd.spawn().context("cannot start `sieve serve`")?;
         let stderr = child.stderr.take().context("no stderr")?;
         let mut lines = BufReader::new(stderr).lines();
@@ -250,11 +252,12 @@ impl Send {
         if let Some(r) = &self.ranges {
             cmd.arg("--ranges").arg(r);
         }
-        cmd.args(files)
-            .stdin(Stdio::null())
+        cmd.args(files);
+        let mut cmd = wrap(cmd);
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let out = wrap(cmd).output().context("cannot run `sieve send`")?;
+        let out = cmd.output().context("cannot run `sieve send`")?;
         if !out.status.success() {
             bail!(
                 "`sieve send` failed: {}",
