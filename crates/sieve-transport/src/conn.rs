@@ -9,10 +9,17 @@ pub type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// Reads whole frames; the payload buffer is reused, and never grows past the limit.
+///
+/// Cancel-safe: [`FrameReader::read`] may be dropped at any await (a timeout, a `select!`) and
+/// called again; bytes of a partly received frame are kept here, never lost.
 pub struct FrameReader {
     inner: BufReader<BoxRead>,
     buf: Vec<u8>,
     limits: Limits,
+    /// The header of the frame being read, and how much of it (then of its payload) has come.
+    hdr: [u8; HEADER_LEN],
+    hdr_have: usize,
+    body_have: usize,
 }
 
 impl FrameReader {
@@ -21,39 +28,57 @@ impl FrameReader {
             inner: BufReader::with_capacity(64 * 1024, inner),
             buf: Vec::new(),
             limits,
+            hdr: [0; HEADER_LEN],
+            hdr_have: 0,
+            body_have: 0,
         }
+    }
+
+    /// Change what the next frames may claim (e.g. a small limit before the peer is
+    /// authenticated, the session's limit after).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
     }
 
     /// The next frame, or `None` on a clean end of stream between frames.
     pub async fn read(&mut self) -> Result<Option<(FrameType, &[u8])>> {
-        let mut hdr = [0u8; HEADER_LEN];
-        // Distinguish a clean close (no byte of a new frame) from a truncated frame.
-        let n = self
-            .inner
-            .read(&mut hdr[..1])
-            .await
-            .context("reading a frame header")?;
-        if n == 0 {
-            return Ok(None);
+        // Every await below is a single `read`, which either takes bytes or takes none.
+        while self.hdr_have < HEADER_LEN {
+            let n = self
+                .inner
+                .read(&mut self.hdr[self.hdr_have..])
+                .await
+                .context("reading a frame header")?;
+            if n == 0 {
+                // A clean close (no byte of a new frame) or a truncated header.
+                if self.hdr_have == 0 {
+                    return Ok(None);
+                }
+                return Err(anyhow!("connection closed inside a frame header"));
+            }
+            self.hdr_have += n;
         }
-        self.inner
-            .read_exact(&mut hdr[1..])
-            .await
-            .context("connection closed inside a frame header")?;
-        let h = frame::parse_header(&hdr, &self.limits)?;
+        let h = frame::parse_header(&self.hdr, &self.limits)?;
         let len = h.len as usize;
         if self.buf.len() < len {
             self.buf.resize(len, 0);
         }
-        self.inner
-            .read_exact(&mut self.buf[..len])
-            .await
-            .with_context(|| {
-                format!(
+        while self.body_have < len {
+            let n = self
+                .inner
+                .read(&mut self.buf[self.body_have..len])
+                .await
+                .context("reading a frame")?;
+            if n == 0 {
+                return Err(anyhow!(
                     "connection closed inside a {} frame of {len} bytes",
                     h.ty.name()
-                )
-            })?;
+                ));
+            }
+            self.body_have += n;
+        }
+        self.hdr_have = 0;
+        self.body_have = 0;
         Ok(Some((h.ty, &self.buf[..len])))
     }
 

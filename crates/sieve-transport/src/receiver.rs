@@ -40,6 +40,11 @@ use crate::token::JoinKey;
 /// ([`crate::sender::MAX_UNACKED_DOCS`]).
 pub const MAX_OPEN_DOCS: u64 = 1024;
 
+/// Largest payload accepted before a connection is authenticated (its HELLO or JOIN; both are a
+/// few dozen bytes). Without it every unauthenticated connection could make the receiver reserve
+/// a buffer of the full frame limit (16 MiB) by sending one header.
+pub const PREAUTH_MAX_PAYLOAD: u32 = 4096;
+
 /// Limits that keep one receiver safe from any one peer.
 #[derive(Debug, Clone)]
 pub struct ServeLimits {
@@ -257,8 +262,9 @@ impl Shared {
                 .export_keying_material(&mut km, EXPORTER_LABEL, None)?;
             let cipher = suite_name(tls.get_ref().1.negotiated_cipher_suite());
             let (r, w) = tokio::io::split(tls);
-            let mut reader = FrameReader::new(Box::new(r), limits.frame);
+            let mut reader = FrameReader::new(Box::new(r), preauth(limits.frame));
             let first = reader.message().await?;
+            reader.set_limits(limits.frame);
             anyhow::Ok((reader, w, first, id, km, cipher))
         })
         .await;
@@ -323,7 +329,7 @@ impl Shared {
         let _ = tcp.set_nodelay(true);
         let limits = &self.cfg.limits;
         let (r, w) = tcp.into_split();
-        let mut reader = FrameReader::new(Box::new(r), limits.frame);
+        let mut reader = FrameReader::new(Box::new(r), preauth(limits.frame));
         let first = match tokio::time::timeout(limits.handshake_timeout, reader.message()).await {
             Ok(m) => m,
             Err(_) => {
@@ -342,6 +348,7 @@ impl Shared {
         };
         let session = self.find_session(&join)?;
         drop(permit);
+        reader.set_limits(limits.frame);
         let mut writer = FrameWriter::new(Box::new(w));
         writer.send(|o| JoinOk {}.encode(o)).await?;
         writer.flush().await?;
@@ -381,6 +388,13 @@ impl Shared {
         }
         drop(joined);
         Ok(session)
+    }
+}
+
+/// The frame limit for a connection's first frame.
+fn preauth(frame: Limits) -> Limits {
+    Limits {
+        max_payload: frame.max_payload.min(PREAUTH_MAX_PAYLOAD),
     }
 }
 
@@ -731,14 +745,30 @@ impl Session {
             .io
             .write()
             .map_err(|_| (AckStatus::StoreError, anyhow!("poisoned")))?;
+        if io.closed {
+            // The session ended (and removed the temporary file) while this document was being
+            // verified: there is nothing to commit.
+            return Err((
+                AckStatus::StoreError,
+                anyhow!("the session ended before the document could be committed"),
+            ));
+        }
         io.closed = true;
         if self.shared.cfg.discard {
             return Ok((us(t1 - t0), 0, 0));
         }
+        let no_pieces = slot.placement.stream_len(Kind::Secure) == 0
+            && slot.placement.stream_len(Kind::Plain) == 0;
         let file = match io.file.take() {
             Some(f) => f,
             // A document with no pieces: its file is created, committed and closed right here.
-            None => self.create_part(slot, false).map_err(store_err)?,
+            None if no_pieces => self.create_part(slot, false).map_err(store_err)?,
+            None => {
+                return Err((
+                    AckStatus::StoreError,
+                    anyhow!("internal error: the document's temporary file is gone"),
+                ))
+            }
         };
         drop(io);
         let _open = OpenFile(&self.open_docs);

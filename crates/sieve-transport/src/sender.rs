@@ -179,7 +179,16 @@ async fn tls_connect(
         )
     })?;
     let _ = tcp.set_nodelay(true);
-    let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+    let handshake = tokio::time::timeout(cfg.idle_timeout, connector.connect(name.clone(), tcp))
+        .await
+        .map_err(|_| {
+            anyhow!(
+                "TLS handshake with {} did not finish within {:?}",
+                cfg.to,
+                cfg.idle_timeout
+            )
+        })?;
+    let tls = handshake.map_err(|e| {
         anyhow!(
             "TLS handshake with {} failed: {e}. Check that --ca is the CA that signed the receiver's certificate \
              and that the certificate is valid for the host name you used",
@@ -195,12 +204,13 @@ async fn join(
     mut w: FrameWriter,
     join: Join,
     what: &str,
+    limit: Duration,
 ) -> Result<FrameWriter> {
     w.send(|o| join.encode(o)).await?;
     w.flush().await?;
-    match r
-        .message()
+    match tokio::time::timeout(limit, r.message())
         .await
+        .map_err(|_| anyhow!("{what} was not accepted within {limit:?}"))?
         .with_context(|| format!("{what} was not accepted"))?
     {
         Message::JoinOk(_) => Ok(w),
@@ -427,9 +437,9 @@ pub async fn send(
     };
     writer0.send(|o| hello.encode(o)).await?;
     writer0.flush().await?;
-    let session = match reader0
-        .message()
+    let session = match tokio::time::timeout(cfg.idle_timeout, reader0.message())
         .await
+        .map_err(|_| anyhow!("no answer to HELLO within {:?}", cfg.idle_timeout))?
         .context("the receiver closed the connection after HELLO")?
     {
         Message::Session(s) => s,
@@ -459,6 +469,7 @@ pub async fn send(
                 FrameWriter::new(Box::new(w)),
                 j,
                 "a secure channel",
+                cfg.idle_timeout,
             )
             .await?;
             anyhow::Ok((i, w, resumed))
@@ -476,6 +487,7 @@ pub async fn send(
     let t_plain = Instant::now();
     let plain_addr = resolve_plain(&session.plain_addr, &cfg.to)?;
     let mut plains = JoinSet::new();
+    let idle = cfg.idle_timeout;
     for i in 0..n_plain {
         let key = key.clone();
         let sid = session.session_id;
@@ -486,7 +498,7 @@ pub async fn send(
             let _ = tcp.set_nodelay(true);
             let (r, w) = tcp.into_split();
             let j = Join { session_id: sid, kind: Kind::Plain, index: i, token: key.token(Kind::Plain, i) };
-            let w = join(FrameReader::new(Box::new(r), limits), FrameWriter::new(Box::new(w)), j, "a plain channel").await?;
+            let w = join(FrameReader::new(Box::new(r), limits), FrameWriter::new(Box::new(w)), j, "a plain channel", idle).await?;
             anyhow::Ok((i, w))
         });
     }

@@ -1,0 +1,89 @@
+//! The output disk fills up (issue 5, process faults): the receiver's output folder is a small
+//! tmpfs. A document that does not fit fails cleanly (no partial file, no file under its name, the
+//! sender is told), the receiver keeps serving, and the same document goes through once space
+//! returns. Needs root to mount the tmpfs; without it the test says so and passes vacuously.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::*;
+use sieve_core::message::Mode;
+
+/// Unmounts (lazily: the receiver may still hold a descriptor) when dropped.
+struct Mount(PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+fn mount_tmpfs(at: &Path, bytes: u64) -> Option<Mount> {
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={bytes}")])
+        .arg("tmpfs")
+        .arg(at)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    ok.then(|| Mount(at.to_path_buf()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_disk_full_fails_cleanly_and_recovers() {
+    const SIZE: u64 = 4 << 20;
+    let root = tempfile::tempdir().unwrap();
+    let Some(_mount) = mount_tmpfs(root.path(), SIZE) else {
+        eprintln!("disk full: SKIPPED (cannot mount a tmpfs; run as root)");
+        return;
+    };
+    let rx = TestReceiver::start_with(root, |c| {
+        c.limits.idle_timeout = Duration::from_secs(2);
+    })
+    .await;
+    let src = tempfile::tempdir().unwrap();
+    let mut cfg = rx.simple(Mode::Sieve);
+    cfg.idle_timeout = Duration::from_secs(2);
+
+    // Leave 512 KiB free, then send 1 MB.
+    let filler = rx.out.parent().unwrap().join("filler");
+    std::fs::write(&filler, vec![7u8; (SIZE - (512 << 10)) as usize]).unwrap();
+    let doc = marked_doc(11, 1_000_000, 20).1;
+    let big = write(src.path(), "big.txt", &doc);
+    let small_doc = marked_doc(12, 20_000, 3).1;
+    let small = write(src.path(), "small.txt", &small_doc);
+    let r = send(&cfg, &[big.clone(), small.clone()]).await;
+    match &r {
+        Ok(rep) => {
+            let d = rep.documents.iter().find(|d| d.name == "big.txt").unwrap();
+            assert!(
+                !d.ok,
+                "a document larger than the free space was acknowledged"
+            );
+            eprintln!("disk full: big.txt failed: {:?}", d.error);
+            if rep.documents.iter().any(|d| d.name == "small.txt" && d.ok) {
+                rx.assert_received("small.txt", &small_doc);
+            }
+        }
+        Err(e) => eprintln!("disk full: send failed: {e:#}"),
+    }
+    let st = rx.stats.clone();
+    wait_for("the session to end", Duration::from_secs(20), || {
+        st.sessions_started.load(Ordering::Relaxed)
+            == st.sessions_completed.load(Ordering::Relaxed)
+                + st.sessions_failed.load(Ordering::Relaxed)
+    })
+    .await;
+    rx.assert_no_partials_soon().await;
+    assert!(!rx.out.join("big.txt").exists(), "a partial big.txt exists");
+
+    // Space returns: the same document goes through, byte-identical.
+    std::fs::remove_file(&filler).unwrap();
+    rx.send_ok(&cfg, &[big]).await;
+    rx.assert_received("big.txt", &doc);
+    rx.assert_no_partials_soon().await;
+}
