@@ -510,6 +510,16 @@ pub async fn send(
     let plain_time = t_plain.elapsed();
     let connect_time = t_connect.elapsed();
 
+    // Data frames must fit the receiver's frame limit, whatever chunk size was asked for.
+    let chunk = cfg
+        .chunk
+        .min(
+            session
+                .max_payload
+                .saturating_sub(message::DATA_PREFIX_LEN as u32),
+        )
+        .max(1);
+
     // 3. Split.
     let t_split = Instant::now();
     let work = [Kind::Plain, Kind::Secure].map(|kind| {
@@ -525,19 +535,38 @@ pub async fn send(
             let docs: Vec<Vec<u64>> = sources.iter().map(|s| s.layout.lens_of(kind)).collect();
             cfg.batch_split.plan(&docs, k)
         };
-        Work::new(plan, &lens, u64::from(cfg.chunk))
+        Work::new(plan, &lens, u64::from(chunk))
     });
     let split_time = t_split.elapsed();
 
     // 4. Transfer.
     let t_transfer = Instant::now();
-    for (i, s) in sources.iter().enumerate() {
-        let doc = Doc {
+    let manifests: Vec<Doc> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Doc {
             doc: i as u32,
             name: s.name.clone(),
             layout: s.layout.clone(),
             marks: s.marks.clone(),
-        };
+        })
+        .collect();
+    // Check every manifest before any is sent, so an oversized one fails the session cleanly.
+    for (m, s) in manifests.iter().zip(&sources) {
+        m.validate()
+            .with_context(|| format!("{} cannot be described to the receiver", s.path.display()))?;
+        if m.encoded_len() > session.max_payload as usize {
+            bail!(
+                "{} has {} segments; its manifest ({} bytes) exceeds the receiver's frame limit of {} bytes. \
+                 Merge adjacent classified parts or split the document",
+                s.path.display(),
+                m.layout.lens.len(),
+                m.encoded_len(),
+                session.max_payload
+            );
+        }
+    }
+    for doc in &manifests {
         writer0.send(|o| doc.encode(o)).await?;
     }
     writer0.flush().await?;
@@ -554,7 +583,7 @@ pub async fn send(
         remaining,
         plain_ledgers,
         ctl: AsyncMutex::new(writer0),
-        chunk: cfg.chunk as usize,
+        chunk: chunk as usize,
         mac,
         acked_below: tokio::sync::watch::Sender::new(0),
     });
