@@ -131,6 +131,7 @@ pub async fn run(args: &Args) -> Result<()> {
         chunk: 256 * 1024,
         idle_timeout: Duration::from_secs(30),
         processing_per_secure_mb: Duration::ZERO,
+        mmap: true,
     };
     let mut results: [Vec<SessionReport>; 2] = [Vec::new(), Vec::new()];
     for round in 0..args.rounds {

@@ -87,6 +87,11 @@ pub struct Args {
     /// emulating the thesis's additional processing time (AP, §5.2.4.1).
     #[arg(long, default_value_t = 0.0, hide = true)]
     pub emulate_processing_ms_per_mb: f64,
+    /// Read documents with ordinary reads instead of mapping them into memory. Mapping saves the
+    /// sender a copy of every byte, but a document truncated by another program while it is
+    /// being sent then stops the sender with SIGBUS; use this for files that may change.
+    #[arg(long)]
+    pub no_mmap: bool,
     /// Print one JSON object with the session's measurements on stdout.
     #[arg(long)]
     pub json: bool,
@@ -141,6 +146,7 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         processing_per_secure_mb: Duration::from_secs_f64(
             args.emulate_processing_ms_per_mb / 1000.0,
         ),
+        mmap: !args.no_mmap,
     })
 }
 

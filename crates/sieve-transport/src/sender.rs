@@ -65,6 +65,8 @@ pub struct SendConfig {
     /// Emulated application work per MB of classified data (the thesis's "additional processing
     /// time" AP of §5.2.4.1: the client sleeps AP for every MB it must protect). Zero normally.
     pub processing_per_secure_mb: Duration,
+    /// Map documents into memory instead of reading them (see [`crate::source`]).
+    pub mmap: bool,
 }
 
 /// Live counters for a progress display.
@@ -308,9 +310,9 @@ impl Shared {
             let mut off = piece.offset;
             let end = piece.offset + piece.len;
             while off < end {
-                let n = ((end - off) as usize).min(self.chunk);
-                let bytes = &mut buf[..n];
-                tokio::task::block_in_place(|| src.read(kind, off, bytes))?;
+                let max = ((end - off) as usize).min(self.chunk);
+                let bytes = tokio::task::block_in_place(|| src.frame(kind, off, max, &mut buf))?;
+                let n = bytes.len();
                 if kind == Kind::Plain {
                     let h = self.mac.tag(piece.doc, off, bytes);
                     self.plain_ledgers[piece.doc as usize]
@@ -382,10 +384,11 @@ pub async fn send(
         cfg.classify.clone()
     };
     let files_owned = files.to_vec();
+    let mmap = cfg.mmap;
     let mut sources = tokio::task::spawn_blocking(move || {
         files_owned
             .iter()
-            .map(|f| Source::prepare(f, &classify))
+            .map(|f| Source::prepare(f, &classify, mmap))
             .collect::<Result<Vec<_>>>()
     })
     .await??;

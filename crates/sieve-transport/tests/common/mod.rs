@@ -202,6 +202,7 @@ impl TestReceiver {
             chunk: CHUNK,
             idle_timeout: Duration::from_secs(20),
             processing_per_secure_mb: Duration::ZERO,
+            mmap: true,
         }
     }
 
