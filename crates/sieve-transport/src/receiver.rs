@@ -61,6 +61,9 @@ pub struct ServeLimits {
     pub frame: Limits,
     /// Most segments in one manifest.
     pub max_segments: usize,
+    /// File descriptors the receiver may use; `None`: the process's open-file limit
+    /// (`ulimit -n`, RLIMIT_NOFILE). See [`FdBudget`].
+    pub max_open_files: Option<u64>,
 }
 
 impl Default for ServeLimits {
@@ -74,6 +77,7 @@ impl Default for ServeLimits {
             max_pending: 512,
             frame: Limits::default(),
             max_segments: 4_000_000,
+            max_open_files: None,
         }
     }
 }
@@ -101,6 +105,80 @@ pub struct Stats {
     pub bad_joins: AtomicU64,
     pub rejected_connections: AtomicU64,
     pub bytes_received: AtomicU64,
+    /// Connections, sessions and documents refused because the receiver was at its limit of
+    /// open files ([`FdBudget`]).
+    pub fd_limit_refusals: AtomicU64,
+}
+
+/// How the receiver shares its file descriptors (`ulimit -n`) so that it never runs out of them.
+///
+/// Every connection and every document being received holds one descriptor. Both are counted
+/// here. A new connection is accepted only below [`FdBudget::conn_limit`]; a new session or a new
+/// document's temporary file only below the lower [`FdBudget::doc_limit`], so that documents can
+/// never take the descriptors that new connections (and the refusals they are owed) need. What
+/// stays above `conn_limit` is kept for the process itself: its listeners, the runtime, the
+/// folder opened for each commit's fsync. A document refused for this reason fails with a clear
+/// message instead of EMFILE ("Too many open files") ending the whole session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FdBudget {
+    /// The open-file limit the budget was derived from.
+    pub nofile: u64,
+    pub conn_limit: u64,
+    pub doc_limit: u64,
+}
+
+impl FdBudget {
+    /// The budget for an open-file limit of `nofile`.
+    pub fn for_limit(nofile: u64) -> FdBudget {
+        let reserve = 32 + nofile / 16;
+        let conn_limit = nofile.saturating_sub(reserve).max(2);
+        FdBudget {
+            nofile,
+            conn_limit,
+            doc_limit: (conn_limit - conn_limit / 4).max(1),
+        }
+    }
+
+    /// The budget for this process's soft RLIMIT_NOFILE (read from /proc/self/limits; 1024 if it
+    /// cannot be read).
+    pub fn for_this_process() -> FdBudget {
+        FdBudget::for_limit(open_file_limit().unwrap_or(1024))
+    }
+}
+
+/// The soft limit on open files of this process.
+fn open_file_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    let soft = line
+        .trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?;
+    if soft == "unlimited" {
+        return Some(1 << 20);
+    }
+    soft.parse().ok()
+}
+
+/// One unit of a shared count, given back when dropped.
+struct Held(Arc<AtomicU64>);
+
+impl Held {
+    /// Take one unit if the count is below `limit`.
+    fn take(count: &Arc<AtomicU64>, limit: u64) -> Option<Held> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Held(count.clone()))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 struct Shared {
@@ -111,6 +189,9 @@ struct Shared {
     pending_permits: Arc<Semaphore>,
     acceptor: TlsAcceptor,
     advertise: String,
+    fds: FdBudget,
+    /// Descriptors held by connections and documents (see [`FdBudget`]).
+    fds_used: Arc<AtomicU64>,
 }
 
 /// A receiver bound to its ports, ready to run.
@@ -148,7 +229,13 @@ impl Receiver {
             Some(a) => a.clone(),
             None => plain.local_addr()?.to_string(),
         };
+        let fds = match cfg.limits.max_open_files {
+            Some(n) => FdBudget::for_limit(n),
+            None => FdBudget::for_this_process(),
+        };
         let shared = Arc::new(Shared {
+            fds,
+            fds_used: Arc::new(AtomicU64::new(0)),
             acceptor: TlsAcceptor::from(cfg.tls.clone()),
             session_permits: Arc::new(Semaphore::new(cfg.limits.max_sessions)),
             pending_permits: Arc::new(Semaphore::new(cfg.limits.max_pending)),
@@ -176,10 +263,22 @@ impl Receiver {
         self.shared.stats.clone()
     }
 
+    /// How file descriptors are shared out (see [`FdBudget`]).
+    pub fn fd_budget(&self) -> FdBudget {
+        self.shared.fds
+    }
+
     /// Serve until the task is dropped.
     pub async fn run(self) -> Result<()> {
         info!(tls = %self.tls_addr(), plain = %self.plain_addr(), advertise = %self.shared.advertise,
               dir = %self.shared.cfg.dir.display(), discard = self.shared.cfg.discard, "receiver listening");
+        let fds = self.shared.fds;
+        info!(
+            open_files = fds.nofile,
+            connections_until = fds.conn_limit,
+            documents_until = fds.doc_limit,
+            "file descriptor budget"
+        );
         let plain_shared = self.shared.clone();
         let plain = self.plain;
         let plain_loop = async move {
@@ -192,6 +291,9 @@ impl Receiver {
                         continue;
                     }
                 };
+                let Some(fd) = plain_shared.take_conn_fd() else {
+                    continue;
+                };
                 let Ok(permit) = plain_shared.pending_permits.clone().try_acquire_owned() else {
                     plain_shared
                         .stats
@@ -201,6 +303,7 @@ impl Receiver {
                 };
                 let s = plain_shared.clone();
                 tokio::spawn(async move {
+                    let _fd = fd;
                     if let Err(e) = s.clone().plain_conn(tcp, permit).await {
                         debug!(%peer, "plain connection refused: {e:#}");
                     }
@@ -219,6 +322,9 @@ impl Receiver {
                         continue;
                     }
                 };
+                let Some(fd) = shared.take_conn_fd() else {
+                    continue;
+                };
                 let Ok(permit) = shared.pending_permits.clone().try_acquire_owned() else {
                     shared
                         .stats
@@ -228,6 +334,7 @@ impl Receiver {
                 };
                 let s = shared.clone();
                 tokio::spawn(async move {
+                    let _fd = fd;
                     if let Err(e) = s.clone().tls_conn(tcp, peer, permit).await {
                         debug!(%peer, "TLS connection ended: {e:#}");
                     }
@@ -240,6 +347,38 @@ impl Receiver {
 }
 
 impl Shared {
+    /// Count a just-accepted connection against the descriptor budget; `None` (and the
+    /// connection is to be closed) when the receiver is at its limit.
+    fn take_conn_fd(&self) -> Option<Held> {
+        let held = Held::take(&self.fds_used, self.fds.conn_limit);
+        if held.is_none() {
+            self.stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            self.stats.fd_limit_refusals.fetch_add(1, Ordering::Relaxed);
+            debug!(
+                limit = self.fds.conn_limit,
+                "connection refused: at the limit of open files"
+            );
+        }
+        held
+    }
+
+    /// Why a new session or document must wait, if the descriptor budget is spent.
+    fn files_exhausted(&self) -> Option<String> {
+        (self.fds_used.load(Ordering::Acquire) >= self.fds.doc_limit)
+            .then(|| self.fd_limit_message())
+    }
+
+    fn fd_limit_message(&self) -> String {
+        format!(
+            "the receiver is at its limit of open files ({} connections and documents in \
+             progress; its open-file limit is {}); try again later",
+            self.fds_used.load(Ordering::Acquire),
+            self.fds.nofile
+        )
+    }
+
     async fn tls_conn(
         self: Arc<Self>,
         tcp: TcpStream,
@@ -284,6 +423,13 @@ impl Shared {
         let mut writer = FrameWriter::new(Box::new(w));
         match first {
             Message::Hello(hello) => {
+                if let Some(why) = self.files_exhausted() {
+                    self.stats.fd_limit_refusals.fetch_add(1, Ordering::Relaxed);
+                    let m = message::Error::new(message::Error::LIMIT, why.clone());
+                    writer.send(|o| m.encode(o)).await?;
+                    writer.flush().await?;
+                    bail!("session refused ({peer}): {why}");
+                }
                 let Ok(session_permit) = self.session_permits.clone().try_acquire_owned() else {
                     let m = message::Error {
                         code: 3,
@@ -439,7 +585,8 @@ struct Session {
     abort_tx: watch::Sender<bool>,
     last_activity: AtomicU64,
     started: Instant,
-    open_docs: AtomicU64,
+    /// Temporary files open (documents receiving pieces).
+    open_docs: Arc<AtomicU64>,
     /// Documents refused at their manifest: their pieces are still on the way, and are dropped.
     refused: Mutex<std::collections::HashSet<u32>>,
 }
@@ -453,8 +600,49 @@ struct DocSlot {
 
 #[derive(Default)]
 struct DocIo {
-    file: Option<PartFile>,
+    file: Option<DocFile>,
     closed: bool,
+    /// Could not be stored (and the sender was told): its remaining pieces are dropped.
+    failed: bool,
+}
+
+/// A document's temporary file, counted in its session's and the receiver's open files until it
+/// is committed or dropped.
+struct DocFile {
+    part: PartFile,
+    _in_session: Held,
+    _in_receiver: Held,
+}
+
+impl DocFile {
+    fn commit(self) -> Result<PathBuf> {
+        self.part.commit()
+    }
+}
+
+/// What the sender is told about a document that could not be stored. The receiver's paths stay
+/// in its own log; the sender learns the cause.
+fn store_reason(name: &str, e: &anyhow::Error) -> String {
+    const ENFILE: i32 = 23;
+    const EMFILE: i32 = 24;
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    let io = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>());
+    match io {
+        Some(io) => match io.raw_os_error() {
+            Some(ENOSPC) => {
+                format!("cannot store {name}: no space left on the receiver's disk ({io})")
+            }
+            Some(EDQUOT) => {
+                format!("cannot store {name}: the receiver's disk quota is exhausted ({io})")
+            }
+            Some(EMFILE | ENFILE) => {
+                format!("cannot store {name}: the receiver has too many open files ({io})")
+            }
+            _ => format!("cannot store {name} on the receiver: {io}"),
+        },
+        None => format!("cannot store {name}: {e:#}"),
+    }
 }
 
 #[derive(Default)]
@@ -554,7 +742,7 @@ impl Session {
         if !discard {
             let mut err = None;
             let write = |io: &DocIo, err: &mut Option<anyhow::Error>| -> Result<()> {
-                let f = io.file.as_ref().context("document already closed")?;
+                let f = &io.file.as_ref().context("document already closed")?.part;
                 slot.placement
                     .place(kind, d.offset, len, |out, within, n| {
                         if err.is_none() {
@@ -569,6 +757,10 @@ impl Session {
             };
             let need_create = {
                 let io = slot.io.read().map_err(|_| anyhow!("poisoned"))?;
+                if io.failed {
+                    // Its failure is already reported: the rest of it is dropped.
+                    return Ok(());
+                }
                 if io.closed {
                     bail!("data for document {} after it was complete", d.doc);
                 }
@@ -581,16 +773,26 @@ impl Session {
             };
             if need_create {
                 let mut io = slot.io.write().map_err(|_| anyhow!("poisoned"))?;
+                if io.failed {
+                    return Ok(());
+                }
                 if io.closed {
                     bail!("data for document {} after it was complete", d.doc);
                 }
                 if io.file.is_none() {
-                    io.file = Some(self.create_part(&slot, true)?);
+                    match self.create_part(&slot, true) {
+                        Ok(f) => io.file = Some(f),
+                        Err(e) => err = Some(e),
+                    }
                 }
-                write(&io, &mut err)?;
+                if err.is_none() {
+                    write(&io, &mut err)?;
+                }
             }
             if let Some(e) = err {
-                return Err(e);
+                // A store error (disk full, no descriptor) fails this document, not the session.
+                self.fail_doc(&slot, &e).await;
+                return Ok(());
             }
         } else {
             // Still check that the piece lies inside the stream.
@@ -615,22 +817,72 @@ impl Session {
 
     /// `limited`: the file stays open while the document's pieces arrive, so it counts against
     /// the session's limit of open documents.
-    fn create_part(&self, slot: &DocSlot, limited: bool) -> Result<PartFile> {
-        // Counts open temporary files; released where the file is committed or dropped.
-        let open = self.open_docs.fetch_add(1, Ordering::Relaxed);
-        if limited && open >= MAX_OPEN_DOCS {
-            self.open_docs.fetch_sub(1, Ordering::Relaxed);
-            bail!("too many documents open at once in one session");
-        }
-        PartFile::create(
-            &self.shared.cfg.dir,
+    fn create_part(&self, slot: &DocSlot, limited: bool) -> Result<DocFile> {
+        let session_limit = if limited { MAX_OPEN_DOCS } else { u64::MAX };
+        let Some(in_session) = Held::take(&self.open_docs, session_limit) else {
+            bail!("more than {MAX_OPEN_DOCS} documents of one session in progress at once");
+        };
+        let shared = &self.shared;
+        let Some(in_receiver) = Held::take(&shared.fds_used, shared.fds.doc_limit) else {
+            shared
+                .stats
+                .fd_limit_refusals
+                .fetch_add(1, Ordering::Relaxed);
+            bail!("{}", shared.fd_limit_message());
+        };
+        let part = PartFile::create(
+            &shared.cfg.dir,
             &format!("{}-{}", self.hex_id(), slot.doc.doc),
             &slot.doc.name,
             slot.placement.output_len(),
-        )
-        .inspect_err(|_| {
-            self.open_docs.fetch_sub(1, Ordering::Relaxed);
+        )?;
+        Ok(DocFile {
+            part,
+            _in_session: in_session,
+            _in_receiver: in_receiver,
         })
+    }
+
+    /// A document that cannot be stored (disk full, no file descriptor): remove its temporary
+    /// file, tell the sender why, and go on with the session's other documents. Its remaining
+    /// pieces are dropped as they come.
+    async fn fail_doc(self: &Arc<Self>, slot: &Arc<DocSlot>, e: &anyhow::Error) {
+        let first = match slot.progress.lock() {
+            Ok(mut p) => {
+                // `finalizing` marks a document whose outcome is decided.
+                let first = !p.finalizing;
+                p.finalizing = true;
+                if first {
+                    p.ledgers = Default::default();
+                }
+                first
+            }
+            Err(_) => false,
+        };
+        if !first {
+            return;
+        }
+        if let Ok(mut io) = slot.io.write() {
+            io.closed = true;
+            io.failed = true;
+            // Dropping the file removes it.
+            io.file.take();
+        }
+        let name = &slot.doc.name;
+        self.shared
+            .stats
+            .docs_failed
+            .fetch_add(1, Ordering::Relaxed);
+        warn!(session = %self.hex_id(), doc = slot.doc.doc, %name, "document failed: {e:#}");
+        self.ack(Ack {
+            doc: slot.doc.doc,
+            status: AckStatus::StoreError,
+            message: store_reason(name, e),
+            receive_us: 0,
+            integrate_us: 0,
+            commit_us: 0,
+        })
+        .await;
     }
 
     fn maybe_finalize(self: &Arc<Self>, slot: &Arc<DocSlot>) {
@@ -662,6 +914,11 @@ impl Session {
         let outcome = tokio::task::spawn_blocking(move || s.commit_doc(&sl)).await;
         let (status, message, times) = match outcome {
             Ok(Ok(times)) => (AckStatus::Ok, String::new(), times),
+            Ok(Err((AckStatus::StoreError, e))) => (
+                AckStatus::StoreError,
+                store_reason(&slot.doc.name, &e),
+                (0, 0, 0),
+            ),
             Ok(Err((status, e))) => (status, format!("{e:#}"), (0, 0, 0)),
             Err(e) => (
                 AckStatus::StoreError,
@@ -682,14 +939,10 @@ impl Session {
                 .docs_failed
                 .fetch_add(1, Ordering::Relaxed);
             warn!(session = %self.hex_id(), doc = slot.doc.doc, %name, "document failed: {message}");
-        }
-        if status != AckStatus::Ok {
             // The document is finished: remove its temporary file now, not when the session ends.
             if let Ok(mut io) = slot.io.write() {
                 io.closed = true;
-                if io.file.take().is_some() {
-                    self.open_docs.fetch_sub(1, Ordering::Relaxed);
-                }
+                io.file.take();
             }
         }
         self.ack(Ack {
@@ -771,10 +1024,10 @@ impl Session {
             }
         };
         drop(io);
-        let _open = OpenFile(&self.open_docs);
         if let Some((start, end)) = &slot.doc.marks {
             for &(off, is_start) in slot.placement.mark_offsets() {
-                file.write_at(off, if is_start { start } else { end })
+                file.part
+                    .write_at(off, if is_start { start } else { end })
                     .map_err(store_err)?;
             }
         }
@@ -883,15 +1136,6 @@ impl Session {
     }
 }
 
-/// Releases one count of [`Session::open_docs`] when the file it stands for is gone.
-struct OpenFile<'a>(&'a AtomicU64);
-
-impl Drop for OpenFile<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 fn us(d: Duration) -> u64 {
     d.as_micros() as u64
 }
@@ -937,7 +1181,7 @@ impl Shared {
             abort_tx,
             last_activity: AtomicU64::new(0),
             started: Instant::now(),
-            open_docs: AtomicU64::new(0),
+            open_docs: Arc::new(AtomicU64::new(0)),
             refused: Mutex::new(std::collections::HashSet::new()),
         });
         self.sessions

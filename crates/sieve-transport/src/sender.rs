@@ -133,6 +133,90 @@ pub struct SessionReport {
     pub documents: Vec<DocReport>,
 }
 
+/// Why a session stopped before every document was answered, and what was delivered by then.
+///
+/// It is the outermost context of the error [`send`] returns once documents were announced, so
+/// `err.downcast_ref::<Undelivered>()` finds it (`sieve send --json` prints it). Only documents
+/// in `delivered` were acknowledged, that is verified, fsynced and renamed into place by the
+/// receiver; every other document must be taken as not delivered.
+#[derive(Debug, Clone, Serialize)]
+pub struct Undelivered {
+    /// What went wrong, in a few words.
+    pub what: String,
+    pub docs: usize,
+    /// Names of the documents acknowledged as stored, in the order they were given.
+    pub delivered: Vec<String>,
+    /// Documents the receiver answered with a failure, with its reason.
+    pub failed: Vec<DocReport>,
+}
+
+impl Undelivered {
+    fn new(what: impl Into<String>, acks: &[Option<message::Ack>], sources: &[Source]) -> Self {
+        let mut u = Undelivered {
+            what: what.into(),
+            docs: sources.len(),
+            delivered: Vec::new(),
+            failed: Vec::new(),
+        };
+        for (a, src) in acks.iter().zip(sources) {
+            match a {
+                Some(a) if a.status == AckStatus::Ok => u.delivered.push(src.name.clone()),
+                Some(a) => u.failed.push(DocReport {
+                    name: src.name.clone(),
+                    path: src.path.clone(),
+                    bytes: src.output_len(),
+                    ok: false,
+                    error: Some(format!("{:?}: {}", a.status, a.message)),
+                }),
+                None => {}
+            }
+        }
+        u
+    }
+}
+
+impl std::fmt::Display for Undelivered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const SHOWN: usize = 20;
+        let list = |names: &[&str]| {
+            let mut s = names
+                .iter()
+                .take(SHOWN)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if names.len() > SHOWN {
+                s.push_str(&format!(" and {} more", names.len() - SHOWN));
+            }
+            s
+        };
+        write!(
+            f,
+            "{}; {} of {} documents were acknowledged",
+            self.what,
+            self.delivered.len(),
+            self.docs
+        )?;
+        if !self.delivered.is_empty() {
+            let names: Vec<&str> = self.delivered.iter().map(String::as_str).collect();
+            write!(f, " ({})", list(&names))?;
+        }
+        if !self.failed.is_empty() {
+            let names: Vec<&str> = self.failed.iter().map(|d| d.name.as_str()).collect();
+            write!(
+                f,
+                "; {} failed on the receiver ({})",
+                self.failed.len(),
+                list(&names)
+            )?;
+        }
+        if self.delivered.len() + self.failed.len() < self.docs {
+            write!(f, "; the others were not delivered")?;
+        }
+        Ok(())
+    }
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -627,33 +711,43 @@ pub async fn send(
     let mut acked = 0usize;
     let mut sending_done = false;
     let mut last_progress = (progress.sent(), acked);
+    // Every way out of this loop short of an answer for each document says what was delivered.
+    let undelivered =
+        |what: String, acks: &[Option<message::Ack>]| Undelivered::new(what, acks, &shared.sources);
     while acked < n_docs {
         tokio::select! {
             r = tasks.join_next(), if !sending_done => match r {
                 None => sending_done = true,
                 Some(Ok(Ok(()))) => {}
-                Some(Ok(Err(e))) => { tasks.abort_all(); return Err(e.context("sending failed; documents not acknowledged were not delivered")); }
-                Some(Err(e)) => { tasks.abort_all(); bail!("a channel task failed: {e}"); }
+                Some(Ok(Err(e))) => {
+                    tasks.abort_all();
+                    return Err(e.context(undelivered("sending failed".into(), &acks)));
+                }
+                Some(Err(e)) => {
+                    tasks.abort_all();
+                    return Err(anyhow!("{e}").context(undelivered("a channel task failed".into(), &acks)));
+                }
             },
             m = tokio::time::timeout(cfg.idle_timeout, reader0.message()) => match m {
                 Err(_) => {
                     let now = (progress.sent(), acked);
                     if now == last_progress {
                         tasks.abort_all();
-                        bail!("no progress for {:?}: the receiver stopped answering ({acked} of {n_docs} documents acknowledged)", cfg.idle_timeout);
+                        let what = format!("no progress for {:?}: the receiver stopped answering", cfg.idle_timeout);
+                        return Err(anyhow!(undelivered(what, &acks)));
                     }
                     last_progress = now;
                 }
                 Ok(Err(e)) => {
                     tasks.abort_all();
-                    return Err(e.context(format!(
-                        "lost the connection to the receiver; {acked} of {n_docs} documents were acknowledged, the others were not delivered"
-                    )));
+                    return Err(e.context(undelivered("lost the connection to the receiver".into(), &acks)));
                 }
                 Ok(Ok(Message::Ack(a))) => {
                     let i = a.doc as usize;
                     if i >= n_docs || acks[i].is_some() {
-                        bail!("the receiver acknowledged document {} twice or out of range", a.doc);
+                        tasks.abort_all();
+                        let what = format!("the receiver acknowledged document {} twice or out of range", a.doc);
+                        return Err(anyhow!(undelivered(what, &acks)));
                     }
                     acks[i] = Some(a);
                     acked += 1;
@@ -662,14 +756,29 @@ pub async fn send(
                     shared.acked_below.send_replace(below as u32);
                     progress.docs_acked.store(acked as u64, Ordering::Relaxed);
                 }
-                Ok(Ok(Message::Error(e))) => { tasks.abort_all(); bail!("the receiver ended the session: {}", e.message); }
-                Ok(Ok(other)) => { tasks.abort_all(); bail!("unexpected message from the receiver: {other:?}"); }
+                Ok(Ok(Message::Error(e))) => {
+                    tasks.abort_all();
+                    let what = format!("the receiver ended the session: {}", e.message);
+                    return Err(anyhow!(undelivered(what, &acks)));
+                }
+                Ok(Ok(other)) => {
+                    tasks.abort_all();
+                    let what = format!("unexpected message from the receiver: {other:?}");
+                    return Err(anyhow!(undelivered(what, &acks)));
+                }
             }
         }
     }
     // Every document is answered; refused ones may leave channels with nothing to do.
     while let Some(r) = tasks.join_next().await {
-        r.map_err(|e| anyhow!("a channel task failed: {e}"))??;
+        r.map_err(|e| anyhow!("a channel task failed: {e}"))
+            .and_then(|r| r)
+            .map_err(|e| {
+                e.context(undelivered(
+                    "a channel failed after the last answer".into(),
+                    &acks,
+                ))
+            })?;
     }
     let transfer_time = t_transfer.elapsed();
     {

@@ -1,7 +1,9 @@
 //! The output disk fills up (issue 5, process faults): the receiver's output folder is a small
-//! tmpfs. A document that does not fit fails cleanly (no partial file, no file under its name, the
-//! sender is told), the receiver keeps serving, and the same document goes through once space
-//! returns. Needs root to mount the tmpfs; without it the test says so and passes vacuously.
+//! tmpfs. A document that does not fit fails cleanly: no partial file, no file under its name,
+//! and the sender is told which document and why ("no space left on the receiver's disk"). The
+//! session goes on with the other documents, the receiver keeps serving, and the same document
+//! goes through once space returns. Needs root to mount the tmpfs; without it the test says so
+//! and passes vacuously.
 
 mod common;
 
@@ -56,21 +58,35 @@ async fn output_disk_full_fails_cleanly_and_recovers() {
     let big = write(src.path(), "big.txt", &doc);
     let small_doc = marked_doc(12, 20_000, 3).1;
     let small = write(src.path(), "small.txt", &small_doc);
-    let r = send(&cfg, &[big.clone(), small.clone()]).await;
-    match &r {
-        Ok(rep) => {
-            let d = rep.documents.iter().find(|d| d.name == "big.txt").unwrap();
-            assert!(
-                !d.ok,
-                "a document larger than the free space was acknowledged"
-            );
-            eprintln!("disk full: big.txt failed: {:?}", d.error);
-            if rep.documents.iter().any(|d| d.name == "small.txt" && d.ok) {
-                rx.assert_received("small.txt", &small_doc);
-            }
-        }
-        Err(e) => eprintln!("disk full: send failed: {e:#}"),
-    }
+    // The failed document must not end the session: the small one still arrives.
+    let rep = send(&cfg, &[big.clone(), small.clone()])
+        .await
+        .expect("a full disk fails the document, not the session");
+    let d = rep.documents.iter().find(|d| d.name == "big.txt").unwrap();
+    assert!(
+        !d.ok,
+        "a document larger than the free space was acknowledged"
+    );
+    let why = d.error.as_deref().unwrap_or_default();
+    eprintln!("disk full: big.txt failed: {why}");
+    assert!(
+        why.contains("StoreError")
+            && why.contains("big.txt")
+            && why.contains("no space left on the receiver's disk"),
+        "the sender is not told the cause: {why}"
+    );
+    assert!(
+        !why.contains(&*rx.out.to_string_lossy()),
+        "the receiver's paths leak to the sender: {why}"
+    );
+    let s = rep
+        .documents
+        .iter()
+        .find(|d| d.name == "small.txt")
+        .unwrap();
+    assert!(s.ok, "small.txt was not delivered: {:?}", s.error);
+    rx.assert_received("small.txt", &small_doc);
+    assert_eq!((rep.docs, rep.docs_ok), (2, 1));
     let st = rx.stats.clone();
     wait_for("the session to end", Duration::from_secs(20), || {
         st.sessions_started.load(Ordering::Relaxed)
@@ -78,6 +94,12 @@ async fn output_disk_full_fails_cleanly_and_recovers() {
                 + st.sessions_failed.load(Ordering::Relaxed)
     })
     .await;
+    assert_eq!(
+        st.sessions_failed.load(Ordering::Relaxed),
+        0,
+        "the session was aborted"
+    );
+    assert_eq!(st.docs_failed.load(Ordering::Relaxed), 1);
     rx.assert_no_partials_soon().await;
     assert!(!rx.out.join("big.txt").exists(), "a partial big.txt exists");
 
