@@ -12,7 +12,7 @@ use sieve_core::batch::BatchSplit;
 use sieve_core::marks::MarkConfig;
 use sieve_core::message::Mode;
 use sieve_core::split::Split;
-use sieve_transport::sender::{self, Progress, SendConfig, SessionReport};
+use sieve_transport::sender::{self, Progress, SendConfig, SessionReport, Undelivered};
 use sieve_transport::source::Classify;
 use sieve_transport::tls::{Cipher, ClientTls};
 
@@ -204,9 +204,31 @@ pub async fn run(args: &Args) -> Result<bool> {
         h.abort();
         b.finish_and_clear();
     }
-    let report = result?;
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => {
+            if args.json {
+                print_failure(&e)?;
+            }
+            return Err(e);
+        }
+    };
     print_report(&report, args.json)?;
     Ok(report.docs_ok == report.docs)
+}
+
+/// `--json` when the session failed: one object on stdout with the error and, once documents
+/// were announced, which of them were acknowledged (`delivered`); the others were not delivered.
+fn print_failure(e: &anyhow::Error) -> Result<()> {
+    let mut v = serde_json::json!({ "error": format!("{e:#}") });
+    if let Some(u) = e.downcast_ref::<Undelivered>() {
+        v["docs"] = u.docs.into();
+        v["docs_ok"] = u.delivered.len().into();
+        v["delivered"] = serde_json::to_value(&u.delivered)?;
+        v["failures"] = serde_json::to_value(&u.failed)?;
+    }
+    println!("{v}");
+    Ok(())
 }
 
 pub fn print_report(r: &SessionReport, json: bool) -> Result<()> {
