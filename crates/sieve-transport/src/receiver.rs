@@ -462,7 +462,10 @@ impl Shared {
             }
             other => {
                 self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
-                bail!("expected HELLO or a secure JOIN, got {other:?}")
+                bail!(
+                    "expected HELLO or a secure JOIN, got {}",
+                    other.frame_type().name()
+                )
             }
         }
     }
@@ -485,11 +488,18 @@ impl Shared {
                 bail!("no JOIN within {:?}", limits.handshake_timeout);
             }
         };
+        // Errors are shown with Display only: their Debug form carries a backtrace when
+        // RUST_BACKTRACE is set, and resolving it for every hostile connection costs the
+        // receiver ~140 MiB of debug information and milliseconds of CPU each (see RELIABILITY.md).
         let join = match first {
             Ok(Message::Join(j)) if j.kind == Kind::Plain => j,
-            other => {
+            Ok(other) => {
                 self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
-                bail!("expected a plain JOIN, got {other:?}");
+                bail!("expected a plain JOIN, got {}", other.frame_type().name());
+            }
+            Err(e) => {
+                self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
+                bail!("expected a plain JOIN: {e:#}");
             }
         };
         let session = self.find_session(&join)?;

@@ -1,0 +1,1035 @@
+//! Process faults and resource bounds with the real `sieve` binary (issue 5; RELIABILITY.md §6):
+//!
+//! * `sieve send` killed (SIGKILL) at random points of a 20-document session, several rounds;
+//! * `sieve serve` killed mid-session and started again on the same folder;
+//! * a flood of hostile connections against a `sieve serve` process, whose memory and file
+//!   descriptors are read from /proc/<pid>;
+//! * `sieve serve` under a low open-file limit (`ulimit -n`): documents beyond its budget are
+//!   refused with a clear reason instead of EMFILE.
+//!
+//! `SIEVE_SEED` replays the random kill points of a run (each run prints its seed).
+//! `soak_receiver_process` (ignored in CI) measures a `sieve serve` process over
+//! `SIEVE_SOAK_SECS` seconds of rounds of concurrent `sieve send` processes.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sieve_core::frame::{encode_header, FrameType};
+use sieve_core::layout::Layout;
+use sieve_core::message::{self, AckStatus, Doc, Hello, Join, Message, Mode};
+use sieve_core::Kind;
+
+const SIEVE: &str = env!("CARGO_BIN_EXE_sieve");
+
+fn sieve() -> Command {
+    let mut c = Command::new(SIEVE);
+    c.env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null());
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Remove ANSI colour sequences, in case the log is coloured anyway.
+fn plain_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("list folder")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn partials(dir: &Path) -> Vec<String> {
+    names_in(dir)
+        .into_iter()
+        .filter(|n| n.starts_with(".sieve-partial-"))
+        .collect()
+}
+
+fn finals(dir: &Path) -> Vec<String> {
+    names_in(dir)
+        .into_iter()
+        .filter(|n| !n.starts_with(".sieve-partial-"))
+        .collect()
+}
+
+/// A small deterministic generator (xorshift64*), so a failing run can be replayed by its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn seed() -> u64 {
+    std::env::var("SIEVE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        })
+}
+
+/// A marked text document of `len` bytes (about): words, with a classified part every ~40 KB.
+fn document(rng: &mut Rng, len: usize) -> Vec<u8> {
+    const WORDS: [&str; 8] = [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+    ];
+    let mut d = Vec::with_capacity(len + 64);
+    while d.len() < len {
+        if rng.below(6000) == 0 {
+            d.extend_from_slice(b"<$S>secret ");
+            d.extend_from_slice(WORDS[rng.below(8) as usize].as_bytes());
+            d.extend_from_slice(b"<$E>");
+        }
+        d.extend_from_slice(WORDS[rng.below(8) as usize].as_bytes());
+        d.push(if rng.below(12) == 0 { b'\n' } else { b' ' });
+    }
+    d.truncate(len.max(1));
+    d
+}
+
+/// Write `n` documents of mixed sizes (a few of `big` bytes, the rest log-uniform from 100 B to
+/// 300 KB) into `dir`; returns their paths, in sending order, and their contents by name.
+fn documents(
+    dir: &Path,
+    rng: &mut Rng,
+    prefix: &str,
+    n: usize,
+    big: &[usize],
+) -> (Vec<PathBuf>, BTreeMap<String, Vec<u8>>) {
+    let mut paths = Vec::new();
+    let mut by_name = BTreeMap::new();
+    let big_at: Vec<usize> = (0..big.len()).map(|i| 2 + i * (n / big.len())).collect();
+    for i in 0..n {
+        let len = match big_at.iter().position(|&b| b == i) {
+            Some(k) => big[k],
+            None => (100.0 * 3000f64.powf(rng.unit())) as usize,
+        };
+        let name = format!("{prefix}{i:02}.txt");
+        let bytes = document(rng, len);
+        let path = dir.join(&name);
+        std::fs::write(&path, &bytes).expect("write a source document");
+        paths.push(path);
+        by_name.insert(name, bytes);
+    }
+    (paths, by_name)
+}
+
+/// Every file under a final name in `out` is byte-identical to its source; returns how many.
+fn assert_finals_intact(out: &Path, sources: &BTreeMap<String, Vec<u8>>) -> usize {
+    let names = finals(out);
+    for n in &names {
+        let Some(src) = sources.get(n) else {
+            panic!("unexpected file {n} in the output folder");
+        };
+        let got = std::fs::read(out.join(n)).expect("read an output file");
+        assert!(
+            got == *src,
+            "{n} differs from its source ({} bytes, expected {})",
+            got.len(),
+            src.len()
+        );
+    }
+    names.len()
+}
+
+fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn fd_count(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count() as u64)
+        .unwrap_or(0)
+}
+
+fn certs(root: &Path) -> PathBuf {
+    let certs = root.join("certs");
+    let o = sieve()
+        .args(["certs", "--dir"])
+        .arg(&certs)
+        .output()
+        .expect("run sieve certs");
+    assert!(o.status.success(), "sieve certs: {}", text(&o.stderr));
+    certs
+}
+
+/// A `sieve serve` process on ports chosen by the system (read back from its log). Killed when
+/// dropped.
+struct Server {
+    certs: PathBuf,
+    addr: SocketAddr,
+    plain: SocketAddr,
+    child: Child,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// `nofile`: run it under `ulimit -n NOFILE`.
+    fn start(certs: &Path, out: &Path, nofile: Option<u64>, extra: &[&str]) -> Server {
+        Server::start_env(certs, out, nofile, extra, &[])
+    }
+
+    fn start_env(
+        certs: &Path,
+        out: &Path,
+        nofile: Option<u64>,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
+        let mut cmd = match nofile {
+            Some(n) => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(SIEVE)
+                    .env("NO_COLOR", "1")
+                    .env_remove("RUST_LOG")
+                    .stdin(Stdio::null());
+                c
+            }
+            None => sieve(),
+        };
+        let mut child = cmd
+            .args(["serve", "--dir"])
+            .arg(out)
+            .arg("--cert")
+            .arg(certs.join("server.pem"))
+            .arg("--key")
+            .arg(certs.join("server.key"))
+            .args(["--listen", "127.0.0.1:0", "--plain-listen", "127.0.0.1:0"])
+            .args(extra)
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start sieve serve");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().expect("piped stderr");
+        let l = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let line = plain_text(&line);
+                if line.contains("receiver listening") {
+                    let field = |k: &str| {
+                        line.split_whitespace()
+                            .find_map(|w| w.strip_prefix(k))
+                            .and_then(|a| a.parse::<SocketAddr>().ok())
+                    };
+                    let _ = tx.send(field("tls=").zip(field("plain=")));
+                }
+                let mut l = l.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let (addr, plain) = rx
+            .recv_timeout(Duration::from_secs(20))
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| {
+                panic!(
+                    "sieve serve did not say where it listens:\n{}",
+                    log.lock().unwrap()
+                )
+            });
+        Server {
+            certs: certs.to_path_buf(),
+            addr,
+            plain,
+            child,
+            log,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Every session the receiver started has ended (finished or failed).
+    fn sessions_settled(&self) -> bool {
+        let log = self.log();
+        log.matches("session started").count()
+            == log.matches("session finished").count() + log.matches("session failed").count()
+    }
+
+    /// `sieve send --to ADDR --ca CA ARGS...`
+    fn send(&self) -> Command {
+        let mut c = sieve();
+        c.arg("send")
+            .arg("--to")
+            .arg(self.addr.to_string())
+            .arg("--ca")
+            .arg(self.certs.join("ca.pem"));
+        c
+    }
+
+    fn send_ok(&self, files: &[PathBuf]) {
+        let o = self
+            .send()
+            .args(["-n", "2", "-m", "2"])
+            .args(files)
+            .output()
+            .expect("run sieve send");
+        assert!(
+            o.status.success(),
+            "sieve send failed: {}\nreceiver log:\n{}",
+            text(&o.stderr),
+            self.log()
+        );
+    }
+
+    fn assert_running(&mut self) {
+        assert!(
+            self.child.try_wait().expect("query sieve serve").is_none(),
+            "sieve serve exited:\n{}",
+            self.log()
+        );
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Wait for `child` to exit, at most `limit`.
+fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait().expect("query a child") {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The sender killed at random points
+// ---------------------------------------------------------------------------------------------
+
+/// `sieve send` with 20 documents (3 of 1.5-3 MB, the rest 100 B - 300 KB) killed with SIGKILL
+/// after a random delay, 10 times. After each kill: every file under a final name is identical to
+/// its source; once the receiver has ended the session no temporary file remains; and a fresh
+/// session is delivered whole.
+#[test]
+fn sender_killed_at_random_points_of_a_multi_document_session() {
+    let seed = seed();
+    eprintln!("sender kill: seed {seed} (SIEVE_SEED={seed} replays it)");
+    let mut rng = Rng::new(seed);
+    let root = tempfile::tempdir().unwrap();
+    let certs = certs(root.path());
+    let out = root.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let src = root.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let (files, mut sources) = documents(
+        &src,
+        &mut rng,
+        "doc",
+        20,
+        &[3_000_000, 1_500_000, 2_000_000],
+    );
+    let mut srv = Server::start(&certs, &out, None, &["--idle-timeout", "10"]);
+
+    // An uninterrupted session sets the range of kill delays.
+    let t = Instant::now();
+    srv.send_ok(&files);
+    let full = t.elapsed();
+    assert_eq!(assert_finals_intact(&out, &sources), 20);
+    eprintln!("sender kill: a whole session takes {full:?}");
+
+    let rounds = 10;
+    let mut killed_mid_session = 0;
+    for round in 0..rounds {
+        for n in finals(&out) {
+            std::fs::remove_file(out.join(n)).unwrap();
+        }
+        let delay = full.mul_f64(rng.unit() * 1.1);
+        let mut sender = srv
+            .send()
+            .args(["-n", "2", "-m", "2"])
+            .args(&files)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start sieve send");
+        std::thread::sleep(delay);
+        let running = sender.try_wait().unwrap().is_none();
+        let temp_at_kill = partials(&out).len();
+        sender.kill().expect("kill sieve send");
+        let status = sender.wait().unwrap();
+        if running {
+            killed_mid_session += 1;
+            assert!(!status.success(), "a killed sender exited 0");
+        }
+        // The receiver notices the disconnect and ends the session; then nothing is left.
+        wait_for(
+            "the receiver to end the killed session",
+            Duration::from_secs(20),
+            || srv.sessions_settled(),
+        );
+        wait_for(
+            "the temporary files to be removed",
+            Duration::from_secs(5),
+            || partials(&out).is_empty(),
+        );
+        let committed = assert_finals_intact(&out, &sources);
+        srv.assert_running();
+        // A fresh session is delivered whole.
+        let (fresh, fresh_src) = documents(&src, &mut rng, &format!("fresh{round}-"), 2, &[]);
+        srv.send_ok(&fresh);
+        sources.extend(fresh_src);
+        assert_eq!(assert_finals_intact(&out, &sources), committed + 2);
+        eprintln!(
+            "sender kill: round {round}: killed after {:.0} ms ({}), {temp_at_kill} temporary \
+             files at the kill, {committed} of 20 documents committed and intact, none left \
+             partial; a fresh session delivered",
+            delay.as_secs_f64() * 1000.0,
+            if running {
+                "mid-session"
+            } else {
+                "already done"
+            },
+        );
+    }
+    assert!(
+        killed_mid_session >= 3,
+        "only {killed_mid_session} of {rounds} kills landed mid-session (seed {seed})"
+    );
+    srv.send_ok(&files);
+    assert!(assert_finals_intact(&out, &sources) >= 20);
+    assert!(partials(&out).is_empty());
+    eprintln!("sender kill: {killed_mid_session} of {rounds} kills mid-session; the receiver served every following session");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. The receiver killed and restarted
+// ---------------------------------------------------------------------------------------------
+
+/// `sieve serve` killed (SIGKILL) while `sieve send --json` sends 20 documents. The sender exits
+/// non-zero and names the acknowledged documents (stderr and JSON); each of them is intact. A new
+/// `sieve serve` on the same folder removes the stale temporary files at start-up and serves a
+/// whole new session.
+#[test]
+fn receiver_killed_and_restarted_mid_session() {
+    let seed = seed();
+    let mut rng = Rng::new(seed);
+    let root = tempfile::tempdir().unwrap();
+    let certs = certs(root.path());
+    let out = root.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let src = root.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let (files, sources) = documents(
+        &src,
+        &mut rng,
+        "doc",
+        20,
+        &[4_000_000, 4_000_000, 4_000_000, 4_000_000],
+    );
+    let mut srv = Server::start(&certs, &out, None, &[]);
+    let mut sender = srv
+        .send()
+        .args(["--json", "--idle-timeout", "10", "-n", "1", "-m", "1"])
+        .args(&files)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start sieve send");
+    // Kill the receiver once some documents are committed and another is being written.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (f, p) = (finals(&out).len(), partials(&out).len());
+        if f >= 3 && p >= 1 {
+            break;
+        }
+        assert!(
+            sender.try_wait().unwrap().is_none(),
+            "the session finished before the receiver could be killed"
+        );
+        assert!(Instant::now() < deadline, "the session did not progress");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    srv.kill();
+    let status = wait_exit(&mut sender, Duration::from_secs(30));
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    sender
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    sender
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(!status.success(), "the sender exited 0: {stderr}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("no JSON on stdout ({e}): {stdout:?}; stderr: {stderr}"));
+    let delivered: Vec<String> = v["delivered"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no `delivered` list: {v}"))
+        .iter()
+        .map(|n| n.as_str().expect("a name").to_string())
+        .collect();
+    assert_eq!(v["docs"], 20, "{v}");
+    assert_eq!(v["docs_ok"].as_u64(), Some(delivered.len() as u64));
+    assert!(delivered.len() < 20, "all 20 acknowledged: {v}");
+    let summary = format!("{} of 20 documents were acknowledged", delivered.len());
+    assert!(
+        stderr.contains(&summary),
+        "stderr lacks '{summary}': {stderr}"
+    );
+    assert!(
+        stderr.contains("the others were not delivered"),
+        "stderr: {stderr}"
+    );
+    for name in &delivered {
+        assert!(
+            stderr.contains(name.as_str()),
+            "stderr does not name {name}: {stderr}"
+        );
+        let got = std::fs::read(out.join(name))
+            .unwrap_or_else(|e| panic!("{name} was acknowledged but is not there: {e}"));
+        assert!(got == sources[name], "{name} was acknowledged but differs");
+    }
+    // Committed but not yet acknowledged documents may exist; they too must be whole.
+    let committed = assert_finals_intact(&out, &sources);
+    let stale = partials(&out).len();
+    eprintln!(
+        "receiver kill: sender exit {:?}; {} acknowledged, {committed} committed, {stale} \
+         temporary files left by the killed receiver; stderr: {}",
+        status.code(),
+        delivered.len(),
+        stderr.trim()
+    );
+
+    // A new receiver on the same folder cleans up and serves.
+    let mut srv = Server::start(&certs, &out, None, &[]);
+    assert!(
+        partials(&out).is_empty(),
+        "stale temporary files survive a restart: {:?}",
+        partials(&out)
+    );
+    if stale > 0 {
+        assert!(
+            srv.log().contains("removed temporary files"),
+            "{}",
+            srv.log()
+        );
+    }
+    srv.send_ok(&files);
+    assert_eq!(assert_finals_intact(&out, &sources), 20);
+    srv.assert_running();
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. A flood of hostile connections against a receiver process
+// ---------------------------------------------------------------------------------------------
+
+/// Peak resident memory allowed to a `sieve serve` process during the flood.
+const RSS_BOUND_MIB: u64 = 128;
+
+/// What became of a hostile connection.
+struct Blast {
+    /// The receiver closed it (within the limit).
+    closed: bool,
+    /// Bytes it sent back first (a TLS alert on the TLS port; nothing on the plain port).
+    answered: usize,
+    took: Duration,
+}
+
+/// Connect, send `bytes`, and read until the receiver closes the connection (or `limit`).
+fn blast(addr: SocketAddr, bytes: &[u8], limit: Duration) -> Blast {
+    let t = Instant::now();
+    let mut b = Blast {
+        closed: false,
+        answered: 0,
+        took: Duration::ZERO,
+    };
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        b.closed = true;
+        return b;
+    };
+    let _ = s.set_read_timeout(Some(limit));
+    let _ = s.write_all(bytes);
+    let mut buf = [0u8; 256];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => b.closed = true,
+            Ok(n) => {
+                b.answered += n;
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => b.closed = true,
+            Err(_) => {}
+        }
+        b.took = t.elapsed();
+        return b;
+    }
+}
+
+fn frame(encode: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut v = Vec::new();
+    encode(&mut v);
+    v
+}
+
+/// Resident memory and descriptors of a process, sampled every 20 ms until stopped.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    peak_rss: Arc<AtomicU64>,
+    peak_fds: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sampler {
+    fn start(pid: u32) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak_rss = Arc::new(AtomicU64::new(0));
+        let peak_fds = Arc::new(AtomicU64::new(0));
+        let (s, r, f) = (stop.clone(), peak_rss.clone(), peak_fds.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                r.fetch_max(proc_status_kib(pid, "VmRSS:"), Ordering::Relaxed);
+                f.fetch_max(fd_count(pid), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Sampler {
+            stop,
+            peak_rss,
+            peak_fds,
+            thread: Some(thread),
+        }
+    }
+
+    /// (peak RSS KiB, peak fds)
+    fn finish(mut self) -> (u64, u64) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        (
+            self.peak_rss.load(Ordering::Relaxed),
+            self.peak_fds.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// A `sieve serve` process under a flood: silent clients and unfinished TLS handshakes on both
+/// ports, garbage, random frames, 4 GiB frame lengths, 64 plain connections each announcing a
+/// 16 MiB frame before authenticating, and 2 000 plain JOINs with wrong tokens, while honest `sieve send` sessions run. Its
+/// descriptors must come back to the baseline, its peak resident memory (VmHWM) must stay under
+/// [`RSS_BOUND_MIB`], every hostile connection must be closed unanswered, every honest session
+/// must succeed.
+#[test]
+fn flood_keeps_the_receiver_process_bounded() {
+    let mut rng = Rng::new(seed());
+    let root = tempfile::tempdir().unwrap();
+    let certs = certs(root.path());
+    let out = root.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let src = root.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    // With RUST_BACKTRACE set, as many operators run services: errors then carry backtraces,
+    // which must never be resolved on a hostile peer's account (bug 5 in RELIABILITY.md).
+    let mut srv = Server::start_env(
+        &certs,
+        &out,
+        None,
+        &["--handshake-timeout", "1", "--idle-timeout", "3"],
+        &[("RUST_BACKTRACE", "1")],
+    );
+    let pid = srv.pid();
+    let (warm, _) = documents(&src, &mut rng, "warm", 2, &[]);
+    srv.send_ok(&warm);
+    std::thread::sleep(Duration::from_millis(300));
+    let base_fds = fd_count(pid);
+    let base_rss = proc_status_kib(pid, "VmRSS:");
+    let sampler = Sampler::start(pid);
+    let (tls, plain) = (srv.addr, srv.plain);
+    let t0 = Instant::now();
+
+    let mut attacks = Vec::new();
+    let refused = Arc::new(AtomicU64::new(0));
+    let attempts = Arc::new(AtomicU64::new(0));
+    // 20 silent clients and 10 TLS handshakes that never finish: each dropped within 5 s.
+    for i in 0..30u64 {
+        let (refused, attempts) = (refused.clone(), attempts.clone());
+        attacks.push(std::thread::spawn(move || {
+            let (addr, bytes) = match i % 3 {
+                0 => (tls, vec![]),
+                1 => (plain, vec![]),
+                // A TLS record header announcing 512 bytes, then nothing.
+                _ => (tls, vec![0x16, 0x03, 0x01, 0x02, 0x00]),
+            };
+            let b = blast(addr, &bytes, Duration::from_secs(5));
+            assert!(b.closed, "a silent client was not dropped within 5 s");
+            assert!(
+                b.took >= Duration::from_millis(500),
+                "dropped after {:?}",
+                b.took
+            );
+            attempts.fetch_add(1, Ordering::Relaxed);
+            refused.fetch_add(1, Ordering::Relaxed);
+        }));
+    }
+    // 60 connections of garbage, random frames and 4 GiB lengths on both ports.
+    for i in 0..60u64 {
+        let mut r = Rng::new(rng.next());
+        let (refused, attempts) = (refused.clone(), attempts.clone());
+        attacks.push(std::thread::spawn(move || {
+            let addr = if i % 2 == 0 { tls } else { plain };
+            let bytes = match i % 3 {
+                0 => (0..1 + r.below(4096)).map(|_| r.next() as u8).collect(),
+                1 => {
+                    let mut v = Vec::new();
+                    for _ in 0..20 {
+                        let len = r.below(200) as u32;
+                        let ty = FrameType::ALL[r.below(FrameType::ALL.len() as u64) as usize];
+                        v.extend_from_slice(&encode_header(ty, len));
+                        v.extend((0..len).map(|_| r.next() as u8));
+                    }
+                    v
+                }
+                _ => encode_header(FrameType::Join, u32::MAX).to_vec(),
+            };
+            let b = blast(addr, &bytes, Duration::from_secs(5));
+            assert!(b.closed, "a garbage connection was kept");
+            assert!(
+                addr == tls || b.answered == 0,
+                "garbage on the plain port was answered"
+            );
+            attempts.fetch_add(1, Ordering::Relaxed);
+            refused.fetch_add(1, Ordering::Relaxed);
+        }));
+    }
+    // 64 connections that announce a 16 MiB frame and send 1 000 bytes of it, kept open on our
+    // side.
+    let held: Vec<TcpStream> = (0..64)
+        .filter_map(|_| {
+            let mut s = TcpStream::connect(plain).ok()?;
+            let _ = s.write_all(&encode_header(FrameType::Join, 16 << 20));
+            let _ = s.write_all(&[0u8; 1000]);
+            Some(s)
+        })
+        .collect();
+    // 2 000 plain JOINs with random session ids and tokens, 32 at a time.
+    let wrong_tokens = 2000u64;
+    let joined = Arc::new(AtomicU64::new(0));
+    for t in 0..32u64 {
+        let mut r = Rng::new(rng.next());
+        let joined = joined.clone();
+        attacks.push(std::thread::spawn(move || {
+            for i in (t..wrong_tokens).step_by(32) {
+                let mut id = [0u8; 16];
+                let mut token = [0u8; 32];
+                id.iter_mut().for_each(|b| *b = r.next() as u8);
+                token.iter_mut().for_each(|b| *b = r.next() as u8);
+                let join = Join {
+                    session_id: id,
+                    kind: Kind::Plain,
+                    index: (i % 3) as u8,
+                    token,
+                };
+                let b = blast(plain, &frame(|o| join.encode(o)), Duration::from_secs(5));
+                assert!(
+                    b.closed && b.answered == 0,
+                    "a JOIN with a wrong token was answered or kept"
+                );
+                joined.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    // Honest sessions meanwhile.
+    let mut honest = 0;
+    let mut honest_ms: Vec<f64> = Vec::new();
+    while honest < 3 || attacks.iter().any(|a| !a.is_finished()) {
+        let (files, _) = documents(&src, &mut rng, &format!("honest{honest}-"), 3, &[500_000]);
+        let t = Instant::now();
+        srv.send_ok(&files);
+        honest_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        honest += 1;
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the flood lasts too long"
+        );
+    }
+    for a in attacks {
+        a.join().expect("an attack thread failed");
+    }
+    drop(held);
+    // Every descriptor comes back.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut end_fds = fd_count(pid);
+    while end_fds > base_fds + 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        end_fds = fd_count(pid);
+    }
+    let (peak_rss, peak_fds) = sampler.finish();
+    let hwm = proc_status_kib(pid, "VmHWM:");
+    let end_rss = proc_status_kib(pid, "VmRSS:");
+    srv.assert_running();
+    eprintln!(
+        "flood: {} hostile connections closed (silent, unfinished TLS, garbage, \
+         frames, 4 GiB) + {} wrong-token JOINs + 64 16 MiB headers, in {:.1} s; {honest} honest \
+         sessions ok (max {:.0} ms). Receiver process: fds baseline {base_fds}, peak \
+         {peak_fds}, end {end_fds}; RSS baseline {} MiB, peak {} MiB, end {} MiB, VmHWM {} MiB \
+         (bound {RSS_BOUND_MIB} MiB)",
+        refused.load(Ordering::Relaxed),
+        joined.load(Ordering::Relaxed),
+        t0.elapsed().as_secs_f64(),
+        honest_ms.iter().cloned().fold(0.0, f64::max),
+        base_rss / 1024,
+        peak_rss / 1024,
+        end_rss / 1024,
+        hwm / 1024,
+    );
+    assert_eq!(joined.load(Ordering::Relaxed), wrong_tokens);
+    assert!(
+        end_fds <= base_fds + 2,
+        "descriptors did not come back: baseline {base_fds}, now {end_fds}"
+    );
+    assert_eq!(attempts.load(Ordering::Relaxed), 90);
+    assert!(
+        peak_fds > base_fds + 30,
+        "the flood never reached the receiver (peak fds {peak_fds})"
+    );
+    assert!(
+        hwm < RSS_BOUND_MIB << 10,
+        "peak resident memory {} MiB exceeds {RSS_BOUND_MIB} MiB",
+        hwm / 1024
+    );
+    assert!(partials(&out).is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. A low open-file limit
+// ---------------------------------------------------------------------------------------------
+
+/// Channel 0 of a session opened by hand (secure-only, one channel): HELLO sent, SESSION read.
+async fn raw_session(
+    srv: &Server,
+    docs: u32,
+) -> (
+    sieve_transport::conn::FrameReader,
+    sieve_transport::conn::FrameWriter,
+) {
+    use sieve_transport::conn::{FrameReader, FrameWriter};
+    let tls = sieve_transport::tls::ClientTls {
+        ca: &srv.certs.join("ca.pem"),
+        cipher: None,
+        identity: None,
+    }
+    .config()
+    .expect("client TLS configuration");
+    let tcp = tokio::net::TcpStream::connect(srv.addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let stream = tokio_rustls::TlsConnector::from(tls)
+        .connect(name, tcp)
+        .await
+        .expect("TLS handshake");
+    let (r, w) = tokio::io::split(stream);
+    let mut reader = FrameReader::new(Box::new(r), Default::default());
+    let mut writer = FrameWriter::new(Box::new(w));
+    let hello = Hello {
+        version: message::PROTOCOL_VERSION,
+        mode: Mode::SecureOnly,
+        secure_channels: 1,
+        plain_channels: 0,
+        split: message::SPLIT_DYNAMIC,
+        batch_split: message::SPLIT_DYNAMIC,
+        chunk_size: 16 << 10,
+        docs,
+    };
+    writer.send(|o| hello.encode(o)).await.unwrap();
+    writer.flush().await.unwrap();
+    match reader.message().await.expect("an answer to HELLO") {
+        Message::Session(_) => {}
+        other => panic!("expected SESSION, got {other:?}"),
+    }
+    (reader, writer)
+}
+
+/// `sieve serve` under `ulimit -n 128`. One session announces 120 two-byte documents and sends
+/// one byte of each, so that every one holds a temporary file. The receiver must refuse the
+/// documents beyond its descriptor budget with a reason ("limit of open files"), before EMFILE;
+/// refuse a new session with that reason while the budget is spent; and serve again once the
+/// session is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_file_limit_refuses_documents_before_emfile() {
+    const NOFILE: u64 = 128;
+    const DOCS: u32 = 120;
+    let root = tempfile::tempdir().unwrap();
+    let certs = certs(root.path());
+    let out = root.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let srv = Server::start(&certs, &out, Some(NOFILE), &[]);
+    let limit = std::fs::read_to_string(format!("/proc/{}/limits", srv.pid())).unwrap();
+    assert!(
+        limit
+            .lines()
+            .any(|l| l.starts_with("Max open files") && l.contains(&format!(" {NOFILE} "))),
+        "ulimit -n did not apply:\n{limit}"
+    );
+    let (mut reader, mut writer) = raw_session(&srv, DOCS).await;
+    for doc in 0..DOCS {
+        let d = Doc {
+            doc,
+            name: format!("held{doc:03}.txt"),
+            layout: Layout::whole(Kind::Secure, 2),
+            marks: None,
+        };
+        writer.send(|o| d.encode(o)).await.unwrap();
+    }
+    for doc in 0..DOCS {
+        writer.data(doc, 0, b"x").await.unwrap();
+    }
+    writer.flush().await.unwrap();
+    // Documents past the budget are answered at once; the others wait for their second byte.
+    let mut refused = Vec::new();
+    while let Ok(m) = tokio::time::timeout(Duration::from_secs(3), reader.message()).await {
+        match m.expect("a frame from the receiver") {
+            Message::Ack(a) => {
+                assert_eq!(a.status, AckStatus::StoreError, "{a:?}");
+                refused.push(a);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    let open = partials(&out).len();
+    let fds = fd_count(srv.pid());
+    eprintln!(
+        "open-file limit {NOFILE}: {open} documents held open, {} refused ({:?}); receiver fds \
+         {fds}",
+        refused.len(),
+        refused.first().map(|a| &a.message)
+    );
+    assert!(
+        !refused.is_empty(),
+        "all {DOCS} documents hold a file under ulimit -n {NOFILE}"
+    );
+    assert_eq!(open + refused.len(), DOCS as usize);
+    for a in &refused {
+        assert!(
+            a.message.contains("limit of open files") && !a.message.contains("os error"),
+            "refused for another reason than the budget: {}",
+            a.message
+        );
+    }
+    assert!(fds < NOFILE, "{fds} descriptors open");
+    // A new session is refused with the reason, not by EMFILE.
+    let s = root.path().join("late.txt");
+    std::fs::write(&s, b"late <$S>doc<$E>").unwrap();
+    let o = srv.send().arg(&s).output().unwrap();
+    assert!(!o.status.success(), "a session got in at the limit");
+    assert!(
+        text(&o.stderr).contains("limit of open files"),
+        "{}",
+        text(&o.stderr)
+    );
+    // The session goes; its files with it; the receiver serves again.
+    drop(writer);
+    drop(reader);
+    let out2 = out.clone();
+    tokio::task::spawn_blocking(move || {
+        wait_for("the held files to go", Duration::from_secs(20), || {
+            partials(&out2).is_empty()
+        })
+    })
+    .await
+    .unwrap();
+    let o = srv.send().arg(&s).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        std::fs::read(out.join("late.txt")).unwrap(),
+        b"late <$S>doc<$E>"
+    );
+    let log = srv.log();
+    assert!(
+        !log.contains("Too many open files"),
+        "EMFILE was hit:\n{log}"
+    );
+}
