@@ -125,7 +125,7 @@ fn seed() -> u64 {
         })
 }
 
-/// A marked text document of `len` bytes (about): words, with a classified part every ~40 KB.
+/// A marked text document of at least `len` bytes: words, with a classified part every ~40 KB.
 fn document(rng: &mut Rng, len: usize) -> Vec<u8> {
     const WORDS: [&str; 8] = [
         "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
@@ -140,7 +140,7 @@ fn document(rng: &mut Rng, len: usize) -> Vec<u8> {
         d.extend_from_slice(WORDS[rng.below(8) as usize].as_bytes());
         d.push(if rng.below(12) == 0 { b'\n' } else { b' ' });
     }
-    d.truncate(len.max(1));
+    // Not cut to `len`: that could split a classified part.
     d
 }
 
@@ -1031,5 +1031,124 @@ async fn open_file_limit_refuses_documents_before_emfile() {
     assert!(
         !log.contains("Too many open files"),
         "EMFILE was hit:\n{log}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Soak: the receiver's memory over time, measured apart from the senders
+// ---------------------------------------------------------------------------------------------
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Rounds of `SIEVE_SOAK_SENDERS` (default 32) concurrent `sieve send` processes x 50 documents
+/// (10 B - 200 KB) against one `sieve serve` process, for `SIEVE_SOAK_SECS` (default 300)
+/// seconds. Every document is checked byte for byte, then deleted. Prints the receiver's
+/// resident memory (VmRSS, of which anonymous), VmHWM and descriptors as it goes; fails if a
+/// session fails, a descriptor is not given back, or the resident memory of the last quarter
+/// of the run exceeds the peak of its first half by more than 25 % (growth without bound).
+#[test]
+#[ignore = "long: run with --ignored, see RELIABILITY.md"]
+fn soak_receiver_process() {
+    let secs = env_u64("SIEVE_SOAK_SECS", 300);
+    let senders = env_u64("SIEVE_SOAK_SENDERS", 32) as usize;
+    let mut rng = Rng::new(seed());
+    let root = tempfile::tempdir().unwrap();
+    let certs = certs(root.path());
+    let out = root.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let src = root.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let mut sets = Vec::new();
+    let mut sources = BTreeMap::new();
+    for s in 0..senders {
+        let (files, by_name) = documents(&src, &mut rng, &format!("s{s:02}-"), 50, &[]);
+        sets.push(files);
+        sources.extend(by_name);
+    }
+    let bytes: usize = sources.values().map(Vec::len).sum();
+    let mut srv = Server::start(&certs, &out, None, &["--max-sessions", "128"]);
+    let pid = srv.pid();
+    let base_fds = fd_count(pid);
+    let t0 = Instant::now();
+    let mut samples: Vec<(f64, u64, u64)> = Vec::new(); // (seconds, VmRSS KiB, RssAnon KiB)
+    let mut round = 0u64;
+    let mut session_ms: Vec<f64> = Vec::new();
+    while t0.elapsed() < Duration::from_secs(secs) {
+        let children: Vec<(Instant, Child)> = sets
+            .iter()
+            .map(|files| {
+                let c = srv
+                    .send()
+                    .args(["-n", "2", "-m", "2", "--idle-timeout", "30"])
+                    .args(files)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("start sieve send");
+                (Instant::now(), c)
+            })
+            .collect();
+        for (t, c) in children {
+            let o = c.wait_with_output().expect("wait for sieve send");
+            session_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+            assert!(o.status.success(), "round {round}: {}", text(&o.stderr));
+        }
+        assert_eq!(assert_finals_intact(&out, &sources), sources.len());
+        for n in finals(&out) {
+            std::fs::remove_file(out.join(n)).unwrap();
+        }
+        wait_for("descriptors back", Duration::from_secs(10), || {
+            fd_count(pid) <= base_fds + 2
+        });
+        let rss = proc_status_kib(pid, "VmRSS:");
+        let anon = proc_status_kib(pid, "RssAnon:");
+        samples.push((t0.elapsed().as_secs_f64(), rss, anon));
+        if round.is_multiple_of(10) {
+            eprintln!(
+                "soak: {:>5.0} s round {round:>4}: receiver VmRSS {} MiB (anonymous {} MiB), \
+                 VmHWM {} MiB, fds {}",
+                t0.elapsed().as_secs_f64(),
+                rss / 1024,
+                anon / 1024,
+                proc_status_kib(pid, "VmHWM:") / 1024,
+                fd_count(pid)
+            );
+        }
+        round += 1;
+    }
+    srv.assert_running();
+    session_ms.sort_by(f64::total_cmp);
+    let pct = |p: f64| session_ms[((session_ms.len() - 1) as f64 * p) as usize];
+    let n = samples.len();
+    let first_half = samples[..n / 2].iter().map(|s| s.1).max().unwrap_or(0);
+    let last_quarter = samples[n * 3 / 4..].iter().map(|s| s.1).max().unwrap_or(0);
+    let wall = t0.elapsed().as_secs_f64();
+    eprintln!(
+        "soak: {round} rounds x {senders} sender processes x 50 documents = {} documents, {:.1} \
+         GB in {wall:.0} s ({:.0} MB/s); session p50 {:.0} ms, p99 {:.0} ms; receiver VmRSS max \
+         {} MiB in the first half, {} MiB in the last quarter, VmHWM {} MiB; fds {} at the end \
+         (baseline {base_fds})",
+        round * senders as u64 * 50,
+        (round as f64 * bytes as f64) / 1e9,
+        round as f64 * bytes as f64 / 1e6 / wall,
+        pct(0.5),
+        pct(0.99),
+        first_half / 1024,
+        last_quarter / 1024,
+        proc_status_kib(pid, "VmHWM:") / 1024,
+        fd_count(pid)
+    );
+    assert!(n >= 4, "too short a soak to judge: {n} rounds");
+    assert!(
+        last_quarter <= first_half + first_half / 4,
+        "the receiver's memory keeps growing: {} MiB at most in the first half, {} MiB in the \
+         last quarter",
+        first_half / 1024,
+        last_quarter / 1024
     );
 }
