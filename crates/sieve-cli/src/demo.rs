@@ -78,6 +78,7 @@ pub async fn run(args: &Args) -> Result<()> {
         plain_listen: any,
         plain_advertise: None,
         discard: false,
+        legacy: None,
         limits: ServeLimits::default(),
     })
     .await?;
@@ -132,6 +133,7 @@ pub async fn run(args: &Args) -> Result<()> {
         idle_timeout: Duration::from_secs(30),
         processing_per_secure_mb: Duration::ZERO,
         mmap: true,
+        legacy: None,
     };
     let mut results: [Vec<SessionReport>; 2] = [Vec::new(), Vec::new()];
     for round in 0..args.rounds {

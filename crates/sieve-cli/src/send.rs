@@ -92,6 +92,12 @@ pub struct Args {
     /// being sent then stops the sender with SIGBUS; use this for files that may change.
     #[arg(long)]
     pub no_mmap: bool,
+    /// INSECURE, for the laboratory only: open the secure channels with one of the thesis's
+    /// broken TLS 1.2 suites through OpenSSL: 3des-ede-cbc-sha or aes256-cbc-sha. The receiver
+    /// must run with --insecure-thesis-suites. Never use this for real documents.
+    #[cfg(feature = "insecure-thesis-suites")]
+    #[arg(long, value_name = "SUITE")]
+    pub insecure_thesis_suite: Option<String>,
     /// Print one JSON object with the session's measurements on stdout.
     #[arg(long)]
     pub json: bool,
@@ -147,6 +153,7 @@ pub fn config(args: &Args) -> Result<SendConfig> {
             args.emulate_processing_ms_per_mb / 1000.0,
         ),
         mmap: !args.no_mmap,
+        legacy: legacy(args)?,
     })
 }
 
@@ -250,4 +257,26 @@ pub fn print_report(r: &SessionReport, json: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(feature = "insecure-thesis-suites")]
+fn legacy(args: &Args) -> Result<Option<sieve_transport::tls::LegacyConnector>> {
+    use sieve_transport::legacy_tls::{LegacyClient, LegacySuite};
+    let Some(s) = &args.insecure_thesis_suite else {
+        return Ok(None);
+    };
+    if args.client_cert.is_some() {
+        bail!("--insecure-thesis-suite does not support client certificates");
+    }
+    let suite = LegacySuite::parse(s)?;
+    tracing::warn!(
+        "INSECURE: using the thesis suite {} for measurements",
+        suite.name()
+    );
+    Ok(Some(Arc::new(LegacyClient::new(&args.ca, suite)?)))
+}
+
+#[cfg(not(feature = "insecure-thesis-suites"))]
+fn legacy(_: &Args) -> Result<Option<sieve_transport::tls::LegacyConnector>> {
+    Ok(None)
 }

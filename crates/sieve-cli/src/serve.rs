@@ -47,6 +47,12 @@ pub struct Args {
     /// Seconds allowed for a TLS handshake and the first frame.
     #[arg(long, default_value_t = 10)]
     pub handshake_timeout: u64,
+    /// INSECURE, for the laboratory only: make secure channels with OpenSSL, which also accepts
+    /// the thesis's broken TLS 1.2 suites (3DES-EDE-CBC-SHA, AES-256-CBC-SHA). Never use this for
+    /// real documents.
+    #[cfg(feature = "insecure-thesis-suites")]
+    #[arg(long)]
+    pub insecure_thesis_suites: bool,
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -77,6 +83,7 @@ pub async fn run(args: &Args) -> Result<()> {
         plain_listen: args.plain_listen,
         plain_advertise: args.plain_advertise.clone(),
         discard: args.discard,
+        legacy: legacy(args)?,
         limits,
     })
     .await?;
@@ -84,4 +91,25 @@ pub async fn run(args: &Args) -> Result<()> {
         r = receiver.run() => r,
         _ = tokio::signal::ctrl_c() => Ok(()),
     }
+}
+
+#[cfg(feature = "insecure-thesis-suites")]
+fn legacy(args: &Args) -> Result<Option<sieve_transport::tls::LegacyAcceptor>> {
+    if !args.insecure_thesis_suites {
+        return Ok(None);
+    }
+    if args.client_ca.is_some() {
+        anyhow::bail!("--insecure-thesis-suites does not support --client-ca");
+    }
+    tracing::warn!(
+        "INSECURE: accepting the thesis's TLS 1.2 suites (3DES-EDE-CBC-SHA, AES-256-CBC-SHA) for measurements"
+    );
+    Ok(Some(std::sync::Arc::new(
+        sieve_transport::legacy_tls::LegacyServer::new(&args.cert, &args.key)?,
+    )))
+}
+
+#[cfg(not(feature = "insecure-thesis-suites"))]
+fn legacy(_: &Args) -> Result<Option<sieve_transport::tls::LegacyAcceptor>> {
+    Ok(None)
 }

@@ -25,6 +25,7 @@ pub mod gen;
 pub mod layout;
 pub mod ledger;
 pub mod marks;
+pub mod marks_parallel;
 pub mod message;
 pub mod plan;
 pub mod ranges;

@@ -181,6 +181,14 @@ impl MarkParser {
         })
     }
 
+    /// A parser for input that starts at raw offset `offset` outside any classified part, as
+    /// the input does right after an end mark (see [`crate::marks_parallel`]).
+    pub(crate) fn starting_at(cfg: MarkConfig, offset: u64) -> Result<Self, MarkError> {
+        let mut p = MarkParser::new(cfg)?;
+        p.offset = offset;
+        Ok(p)
+    }
+
     pub fn config(&self) -> &MarkConfig {
         &self.cfg
     }

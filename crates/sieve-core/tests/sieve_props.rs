@@ -1,10 +1,12 @@
 //! Property tests: sieve and integrate are inverses, for any bytes and any valid ranges, and the
-//! marks parser gives the same answer however its input is cut into chunks.
+//! marks parser gives the same answer however its input is cut into chunks or parts parsed on
+//! separate threads.
 
 use std::ops::Range;
 
 use proptest::prelude::*;
 use sieve_core::marks::{self, Collector, Event, MarkConfig, MarkParser};
+use sieve_core::marks_parallel::parse_parallel;
 use sieve_core::ranges::ClassifiedRanges;
 use sieve_core::sieve::{integrate, sieve, sieve_marked, Marks, Placement};
 use sieve_core::Kind;
@@ -104,6 +106,22 @@ proptest! {
         }
         p.finish(&mut sink).unwrap();
         prop_assert_eq!(col.finish(), whole);
+    }
+
+    #[test]
+    fn parallel_parse_equals_sequential((content, ranges) in doc_and_ranges(), threads in 1usize..6, min_part in 1usize..48, strip in any::<bool>()) {
+        let marked = marks::mark_document(&MarkConfig { strip: true, ..MarkConfig::default() }, &content, &ranges);
+        let cfg = MarkConfig { strip, ..MarkConfig::default() };
+        prop_assert_eq!(
+            parse_parallel(&cfg, &marked, threads, min_part),
+            marks::parse_all(&cfg, &marked)
+        );
+    }
+
+    #[test]
+    fn parallel_parse_reports_same_errors(raw in content(), threads in 1usize..6, min_part in 1usize..48) {
+        let cfg = MarkConfig::default();
+        prop_assert_eq!(parse_parallel(&cfg, &raw, threads, min_part), marks::parse_all(&cfg, &raw));
     }
 
     #[test]

@@ -17,7 +17,12 @@ use serde::Deserialize;
 pub struct Tools {
     pub sieve: PathBuf,
     pub certs: PathBuf,
+    /// Whether the binary was built with the (insecure) thesis TLS 1.2 suites.
+    pub thesis_suites: bool,
 }
+
+/// The thesis's TLS 1.2 suites, by the names `sieve send --insecure-thesis-suite` takes.
+pub const THESIS_SUITES: [&str; 2] = ["3des-ede-cbc-sha", "aes256-cbc-sha"];
 
 impl Tools {
     /// Make development certificates in `dir` with `sieve certs`.
@@ -32,7 +37,17 @@ impl Tools {
         if !st.success() {
             bail!("`sieve certs` failed");
         }
-        Ok(Tools { sieve, certs })
+        let help = Command::new(&sieve)
+            .args(["serve", "--help"])
+            .output()
+            .with_context(|| format!("cannot run {}", sieve.display()))?;
+        let thesis_suites =
+            String::from_utf8_lossy(&help.stdout).contains("--insecure-thesis-suites");
+        Ok(Tools {
+            sieve,
+            certs,
+            thesis_suites,
+        })
     }
 }
 
@@ -55,6 +70,17 @@ impl Receiver {
     /// Start a receiver listening on `ip` (ports chosen by the kernel), with `--discard` unless
     /// `write` is set.
     pub fn start(tools: &Tools, ip: &str, write: bool, wrap: Wrap<'_>) -> Result<Receiver> {
+        Receiver::start_with(tools, ip, write, &[], wrap)
+    }
+
+    /// [`Receiver::start`] with extra arguments for `sieve serve`.
+    pub fn start_with(
+        tools: &Tools,
+        ip: &str,
+        write: bool,
+        extra: &[&str],
+        wrap: Wrap<'_>,
+    ) -> Result<Receiver> {
         let out = tempfile::tempdir()?;
         let mut cmd = Command::new(&tools.sieve);
         cmd.arg("serve")
@@ -71,6 +97,7 @@ impl Receiver {
                 &format!("{ip}:0"),
             ])
             .args(["--max-sessions", "256"])
+            .args(extra)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1");
         if !write {
@@ -236,14 +263,12 @@ impl Send {
                 "--batch-split",
                 self.batch_split,
             ])
-            .args([
-                "-n",
-                &self.n.to_string(),
-                "-m",
-                &self.m.to_string(),
-                "--cipher",
-                self.cipher,
-            ])
+            .args(["-n", &self.n.to_string(), "-m", &self.m.to_string()])
+            .args(if THESIS_SUITES.contains(&self.cipher) {
+                ["--insecure-thesis-suite", self.cipher]
+            } else {
+                ["--cipher", self.cipher]
+            })
             .args([
                 "--emulate-processing-ms-per-mb",
                 &self.processing_ms_per_mb.to_string(),

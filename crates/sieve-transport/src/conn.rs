@@ -1,9 +1,12 @@
 //! Moving frames over a byte stream (TLS or plain TCP): the only place that reads or writes them.
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use sieve_core::frame::{self, FrameType, Limits, HEADER_LEN};
 use sieve_core::message::{Data, Message};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{
+    AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter, Interest,
+};
+use tokio::net::tcp::OwnedWriteHalf;
 
 pub type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
@@ -94,48 +97,117 @@ impl FrameReader {
 
 /// Writes frames; buffered so that small control frames do not cost a syscall each.
 pub struct FrameWriter {
-    inner: BufWriter<BoxWrite>,
+    inner: Sink,
     scratch: Vec<u8>,
+}
+
+/// Where frames go: any stream (TLS), or a plain TCP socket, which can also take file bytes
+/// by `sendfile(2)` without them passing through this process.
+enum Sink {
+    Stream(BufWriter<BoxWrite>),
+    Tcp(BufWriter<OwnedWriteHalf>),
 }
 
 impl FrameWriter {
     pub fn new(inner: BoxWrite) -> FrameWriter {
         FrameWriter {
-            inner: BufWriter::with_capacity(64 * 1024, inner),
+            inner: Sink::Stream(BufWriter::with_capacity(64 * 1024, inner)),
             scratch: Vec::new(),
+        }
+    }
+
+    /// A writer on a plain TCP socket; [`FrameWriter::data_from_file`] then sends payloads
+    /// straight from the page cache.
+    pub fn tcp(inner: OwnedWriteHalf) -> FrameWriter {
+        FrameWriter {
+            inner: Sink::Tcp(BufWriter::with_capacity(64 * 1024, inner)),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn w(&mut self) -> &mut (dyn AsyncWrite + Send + Unpin) {
+        match &mut self.inner {
+            Sink::Stream(w) => w,
+            Sink::Tcp(w) => w,
         }
     }
 
     /// Queue a control message (call [`FrameWriter::flush`] to send it now).
     pub async fn send(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
-        self.scratch.clear();
-        encode(&mut self.scratch);
-        self.inner
-            .write_all(&self.scratch)
-            .await
-            .context("sending a control frame")?;
-        Ok(())
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        encode(&mut scratch);
+        let r = self.w().write_all(&scratch).await;
+        self.scratch = scratch;
+        r.context("sending a control frame")
     }
 
     /// Write a data frame without copying the payload.
     pub async fn data(&mut self, doc: u32, offset: u64, payload: &[u8]) -> Result<()> {
         let hdr = Data::encode_header(doc, offset, payload.len());
-        self.inner
-            .write_all(&hdr)
-            .await
-            .context("sending a data frame")?;
-        self.inner
-            .write_all(payload)
-            .await
-            .context("sending a data frame")?;
+        let w = self.w();
+        w.write_all(&hdr).await.context("sending a data frame")?;
+        w.write_all(payload).await.context("sending a data frame")?;
+        Ok(())
+    }
+
+    /// Write a data frame whose payload is `payload`, which is also `file` from byte `at`.
+    ///
+    /// On a plain TCP socket the payload goes by `sendfile(2)`: the kernel moves it from the
+    /// page cache to the socket and this process never copies it (the cleartext path's one
+    /// advantage over TLS, which must see every byte to encrypt it). The header goes first with
+    /// `MSG_MORE`, so header and payload still leave in full-sized segments. Elsewhere this is
+    /// [`FrameWriter::data`].
+    ///
+    /// The caller has already authenticated `payload`. Should the file change between that and
+    /// the kernel reading it, the receiver's MAC check fails the document; nothing wrong is
+    /// ever committed.
+    pub async fn data_from_file(
+        &mut self,
+        doc: u32,
+        offset: u64,
+        payload: &[u8],
+        file: &std::fs::File,
+        at: u64,
+    ) -> Result<()> {
+        let Sink::Tcp(w) = &mut self.inner else {
+            return self.data(doc, offset, payload).await;
+        };
+        w.flush().await.context("sending a data frame")?;
+        let tcp = w.get_ref().as_ref();
+        let hdr = Data::encode_header(doc, offset, payload.len());
+        let mut sent = 0;
+        while sent < hdr.len() {
+            sent += tcp
+                .async_io(Interest::WRITABLE, || {
+                    rustix::net::send(tcp, &hdr[sent..], rustix::net::SendFlags::MORE)
+                        .map_err(std::io::Error::from)
+                })
+                .await
+                .context("sending a data frame")?;
+        }
+        let (mut pos, end) = (at, at + payload.len() as u64);
+        while pos < end {
+            let want = usize::try_from(end - pos).unwrap_or(usize::MAX);
+            let n = tcp
+                .async_io(Interest::WRITABLE, || {
+                    rustix::fs::sendfile(tcp, file, Some(&mut pos), want)
+                        .map_err(std::io::Error::from)
+                })
+                .await
+                .context("sending a data frame")?;
+            if n == 0 {
+                bail!("the file ended early (was it truncated while being sent?)");
+            }
+        }
         Ok(())
     }
 
     pub async fn flush(&mut self) -> Result<()> {
-        self.inner.flush().await.context("flushing a connection")
+        self.w().flush().await.context("flushing a connection")
     }
 
     pub async fn shutdown(&mut self) -> Result<()> {
-        self.inner.shutdown().await.context("closing a connection")
+        self.w().shutdown().await.context("closing a connection")
     }
 }

@@ -5,6 +5,8 @@
 //! moves their results over sockets.
 
 pub mod conn;
+#[cfg(feature = "insecure-thesis-suites")]
+pub mod legacy_tls;
 pub mod mac;
 pub mod receiver;
 pub mod sender;

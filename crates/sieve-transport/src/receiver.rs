@@ -32,7 +32,7 @@ use tracing::{debug, info, warn};
 use crate::conn::{FrameReader, FrameWriter};
 use crate::mac::PlainMac;
 use crate::store::{self, PartFile};
-use crate::tls::{suite_name, EXPORTER_LABEL};
+use crate::tls::{Acceptor, LegacyAcceptor};
 use crate::token::JoinKey;
 
 /// Most documents of one session whose temporary files are open at once (each holds a file
@@ -91,6 +91,9 @@ pub struct ServeConfig {
     pub plain_advertise: Option<String>,
     /// Receive, verify and acknowledge, but write nothing.
     pub discard: bool,
+    /// INSECURE, laboratory only: accept secure channels with OpenSSL, which also offers the
+    /// thesis's TLS 1.2 suites (feature `insecure-thesis-suites`; see [`crate::legacy_tls`]).
+    pub legacy: Option<LegacyAcceptor>,
     pub limits: ServeLimits,
 }
 
@@ -187,7 +190,7 @@ struct Shared {
     sessions: Mutex<HashMap<[u8; 16], Arc<Session>>>,
     session_permits: Arc<Semaphore>,
     pending_permits: Arc<Semaphore>,
-    acceptor: TlsAcceptor,
+    acceptor: Acceptor,
     advertise: String,
     fds: FdBudget,
     /// Descriptors held by connections and documents (see [`FdBudget`]).
@@ -236,7 +239,13 @@ impl Receiver {
         let shared = Arc::new(Shared {
             fds,
             fds_used: Arc::new(AtomicU64::new(0)),
-            acceptor: TlsAcceptor::from(cfg.tls.clone()),
+            acceptor: match &cfg.legacy {
+                None => Acceptor::Rustls(TlsAcceptor::from(cfg.tls.clone())),
+                #[cfg(feature = "insecure-thesis-suites")]
+                Some(l) => Acceptor::Legacy(l.clone()),
+                #[cfg(not(feature = "insecure-thesis-suites"))]
+                Some(never) => match *never {},
+            },
             session_permits: Arc::new(Semaphore::new(cfg.limits.max_sessions)),
             pending_permits: Arc::new(Semaphore::new(cfg.limits.max_pending)),
             stats: Arc::new(Stats::default()),
@@ -388,20 +397,11 @@ impl Shared {
         let _ = tcp.set_nodelay(true);
         let limits = &self.cfg.limits;
         let hs = tokio::time::timeout(limits.handshake_timeout, async {
-            let tls = self
-                .acceptor
-                .accept(tcp)
-                .await
-                .context("TLS handshake failed")?;
+            let tls = self.acceptor.accept(tcp).await?;
             // Keying material for join tokens; only used if this connection starts a session.
             let id: [u8; 16] = rand::random();
-            let mut km = [0u8; 32];
-            tls.get_ref()
-                .1
-                .export_keying_material(&mut km, EXPORTER_LABEL, None)?;
-            let cipher = suite_name(tls.get_ref().1.negotiated_cipher_suite());
-            let (r, w) = tokio::io::split(tls);
-            let mut reader = FrameReader::new(Box::new(r), preauth(limits.frame));
+            let (km, cipher, w) = (tls.exporter, tls.cipher, tls.write);
+            let mut reader = FrameReader::new(tls.read, preauth(limits.frame));
             let first = reader.message().await?;
             reader.set_limits(limits.frame);
             anyhow::Ok((reader, w, first, id, km, cipher))
@@ -420,7 +420,7 @@ impl Shared {
             }
         };
         drop(permit);
-        let mut writer = FrameWriter::new(Box::new(w));
+        let mut writer = FrameWriter::new(w);
         match first {
             Message::Hello(hello) => {
                 if let Some(why) = self.files_exhausted() {

@@ -37,7 +37,7 @@ use tokio_rustls::TlsConnector;
 use crate::conn::{FrameReader, FrameWriter};
 use crate::mac::PlainMac;
 use crate::source::{Classify, Source};
-use crate::tls::{suite_name, EXPORTER_LABEL};
+use crate::tls::{LegacyConnector, Secured};
 use crate::token::JoinKey;
 
 /// Most documents a session has in progress (some bytes sent, not yet acknowledged) at once; kept
@@ -67,6 +67,9 @@ pub struct SendConfig {
     pub processing_per_secure_mb: Duration,
     /// Map documents into memory instead of reading them (see [`crate::source`]).
     pub mmap: bool,
+    /// INSECURE, laboratory only: open the secure channels with a thesis TLS 1.2 suite through
+    /// OpenSSL instead of `tls` (feature `insecure-thesis-suites`; see [`crate::legacy_tls`]).
+    pub legacy: Option<LegacyConnector>,
 }
 
 /// Live counters for a progress display.
@@ -251,13 +254,11 @@ pub fn process_cpu() -> Duration {
     Duration::from_millis((tick(11) + tick(12)) * 10)
 }
 
-type Tls = tokio_rustls::client::TlsStream<TcpStream>;
-
 async fn tls_connect(
     cfg: &SendConfig,
     connector: &TlsConnector,
     name: &ServerName<'static>,
-) -> Result<(Tls, bool)> {
+) -> Result<Secured> {
     let tcp = TcpStream::connect(&cfg.to).await.with_context(|| {
         format!(
             "cannot connect to the receiver at {} (is `sieve serve` running there?)",
@@ -265,7 +266,21 @@ async fn tls_connect(
         )
     })?;
     let _ = tcp.set_nodelay(true);
-    let handshake = tokio::time::timeout(cfg.idle_timeout, connector.connect(name.clone(), tcp))
+    let handshake = async {
+        match &cfg.legacy {
+            None => Secured::from_client(
+                connector
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(anyhow::Error::from)?,
+            ),
+            #[cfg(feature = "insecure-thesis-suites")]
+            Some(l) => l.connect(tcp, &name.to_str()).await,
+            #[cfg(not(feature = "insecure-thesis-suites"))]
+            Some(never) => match *never {},
+        }
+    };
+    let secured = tokio::time::timeout(cfg.idle_timeout, handshake)
         .await
         .map_err(|_| {
             anyhow!(
@@ -274,15 +289,13 @@ async fn tls_connect(
                 cfg.idle_timeout
             )
         })?;
-    let tls = handshake.map_err(|e| {
+    secured.map_err(|e| {
         anyhow!(
-            "TLS handshake with {} failed: {e}. Check that --ca is the CA that signed the receiver's certificate \
+            "TLS handshake with {} failed: {e:#}. Check that --ca is the CA that signed the receiver's certificate \
              and that the certificate is valid for the host name you used",
             cfg.to
         )
-    })?;
-    let resumed = tls.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
-    Ok((tls, resumed))
+    })
 }
 
 async fn join(
@@ -395,7 +408,8 @@ impl Shared {
             let end = piece.offset + piece.len;
             while off < end {
                 let max = ((end - off) as usize).min(self.chunk);
-                let bytes = tokio::task::block_in_place(|| src.frame(kind, off, max, &mut buf))?;
+                let frame = tokio::task::block_in_place(|| src.frame(kind, off, max, &mut buf))?;
+                let bytes = frame.bytes;
                 let n = bytes.len();
                 if kind == Kind::Plain {
                     let h = self.mac.tag(piece.doc, off, bytes);
@@ -404,9 +418,14 @@ impl Shared {
                         .map_err(|_| anyhow!("poisoned"))?
                         .record_hashed(off, n as u64, h);
                 }
-                match w.as_mut() {
-                    Some(w) => w.data(piece.doc, off, bytes).await?,
-                    None => {
+                match (w.as_mut(), frame.at) {
+                    // Cleartext straight from the page cache (see `FrameWriter::data_from_file`).
+                    (Some(w), Some(at)) if kind == Kind::Plain => {
+                        w.data_from_file(piece.doc, off, bytes, src.file(), at)
+                            .await?
+                    }
+                    (Some(w), _) => w.data(piece.doc, off, bytes).await?,
+                    (None, _) => {
                         let mut c = self.ctl.lock().await;
                         c.data(piece.doc, off, bytes).await?;
                     }
@@ -501,17 +520,13 @@ pub async fn send(
     let name = ServerName::try_from(host.clone())
         .map_err(|_| anyhow!("'{host}' is not a valid server name"))?;
     let connector = TlsConnector::from(cfg.tls.clone());
-    let (tls0, _) = tls_connect(cfg, &connector, &name).await?;
+    let tls0 = tls_connect(cfg, &connector, &name).await?;
     let first_tls = t_connect.elapsed();
-    let cipher = suite_name(tls0.get_ref().1.negotiated_cipher_suite());
-    let mut exported = [0u8; 32];
-    tls0.get_ref()
-        .1
-        .export_keying_material(&mut exported, EXPORTER_LABEL, None)?;
-    let (r0, w0) = tokio::io::split(tls0);
+    let cipher = tls0.cipher;
+    let exported = tls0.exporter;
     let limits = Limits::default();
-    let mut reader0 = FrameReader::new(Box::new(r0), limits);
-    let mut writer0 = FrameWriter::new(Box::new(w0));
+    let mut reader0 = FrameReader::new(tls0.read, limits);
+    let mut writer0 = FrameWriter::new(tls0.write);
     let hello = Hello {
         version: message::PROTOCOL_VERSION,
         mode: cfg.mode,
@@ -543,8 +558,8 @@ pub async fn send(
             (cfg.clone(), connector.clone(), name.clone(), key.clone());
         let sid = session.session_id;
         extra.spawn(async move {
-            let (tls, resumed) = tls_connect(&cfg, &connector, &name).await?;
-            let (r, w) = tokio::io::split(tls);
+            let tls = tls_connect(&cfg, &connector, &name).await?;
+            let (r, w, resumed) = (tls.read, tls.write, tls.resumed);
             let j = Join {
                 session_id: sid,
                 kind: Kind::Secure,
@@ -552,8 +567,8 @@ pub async fn send(
                 token: key.token(Kind::Secure, i),
             };
             let w = join(
-                FrameReader::new(Box::new(r), limits),
-                FrameWriter::new(Box::new(w)),
+                FrameReader::new(r, limits),
+                FrameWriter::new(w),
                 j,
                 "a secure channel",
                 cfg.idle_timeout,
@@ -585,7 +600,7 @@ pub async fn send(
             let _ = tcp.set_nodelay(true);
             let (r, w) = tcp.into_split();
             let j = Join { session_id: sid, kind: Kind::Plain, index: i, token: key.token(Kind::Plain, i) };
-            let w = join(FrameReader::new(Box::new(r), limits), FrameWriter::new(Box::new(w)), j, "a plain channel", idle).await?;
+            let w = join(FrameReader::new(Box::new(r), limits), FrameWriter::tcp(w), j, "a plain channel", idle).await?;
             anyhow::Ok((i, w))
         });
     }

@@ -22,9 +22,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use memmap2::{Advice, Mmap};
-use sieve_core::marks::{Collector, Event, Extent, MarkConfig, MarkParser};
+use sieve_core::marks::{Collector, Event, Extent, MarkConfig, MarkError, MarkParser, ParsedMarks};
+use sieve_core::marks_parallel::parse_parallel;
 use sieve_core::sieve::Placement;
 use sieve_core::{ranges_file, Kind, Layout};
+
+/// Smallest part of a mapped document the marks pass gives a thread of its own.
+const PARALLEL_MARKS_PART: usize = 8 << 20;
 
 /// How the classified ranges of a document are found.
 #[derive(Debug, Clone)]
@@ -35,6 +39,13 @@ pub enum Classify {
     Marks(MarkConfig),
     /// A JSON ranges file over the raw bytes.
     RangesFile(PathBuf),
+}
+
+/// One frame's payload, as [`Source::frame`] cuts it.
+pub struct Frame<'a> {
+    pub bytes: &'a [u8],
+    /// Where `bytes` sit in the file, when they are one contiguous run of it.
+    pub at: Option<u64>,
 }
 
 /// A document ready to send.
@@ -86,30 +97,14 @@ impl Source {
                 (Layout::from_ranges(len, ranges.as_slice()), whole(), None)
             }
             Classify::Marks(cfg) => {
-                let mut parser = MarkParser::new(cfg.clone())?;
-                let mut col = Collector::default();
-                let mut sink = |ev: Event<'_>| col.event(ev);
-                let mut buf = vec![0u8; if map.is_some() { 0 } else { 1 << 20 }];
-                if let Some(m) = &map {
-                    parser
-                        .feed(m, &mut sink)
-                        .with_context(|| format!("{} is not correctly marked", path.display()))?;
-                }
-                while map.is_none() {
-                    let n = file
-                        .read(&mut buf)
-                        .with_context(|| format!("cannot read {}", path.display()))?;
-                    if n == 0 {
-                        break;
+                let parsed = match &map {
+                    Some(m) => {
+                        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+                        parse_parallel(cfg, m, threads, PARALLEL_MARKS_PART)
                     }
-                    parser
-                        .feed(&buf[..n], &mut sink)
-                        .with_context(|| format!("{} is not correctly marked", path.display()))?;
+                    None => parse_by_reading(&mut file, cfg, path)?,
                 }
-                parser
-                    .finish(&mut sink)
-                    .with_context(|| format!("{} is not correctly marked", path.display()))?;
-                let parsed = col.finish();
+                .with_context(|| format!("{} is not correctly marked", path.display()))?;
                 let marks = (!cfg.strip).then(|| (cfg.start.clone(), cfg.end.clone()));
                 (parsed.layout(), parsed.extents, marks)
             }
@@ -169,11 +164,11 @@ impl Source {
         offset: u64,
         max: usize,
         buf: &'a mut [u8],
-    ) -> Result<&'a [u8]> {
+    ) -> Result<Frame<'a>> {
         let Some(map) = &self.map else {
             let bytes = &mut buf[..max];
             self.read(kind, offset, bytes)?;
-            return Ok(bytes);
+            return Ok(Frame { bytes, at: None });
         };
         let mut first = None;
         self.streams
@@ -191,9 +186,20 @@ impl Source {
             .context("read past the end of the content")?;
         let within = content - self.content_starts[i];
         let n = len.min(e.len - within);
-        let start = usize::try_from(e.raw + within).context("offset beyond the address space")?;
-        map.get(start..start + n as usize)
-            .with_context(|| format!("{} is shorter than when it was sieved", self.path.display()))
+        let at = e.raw + within;
+        let start = usize::try_from(at).context("offset beyond the address space")?;
+        let bytes = map.get(start..start + n as usize).with_context(|| {
+            format!("{} is shorter than when it was sieved", self.path.display())
+        })?;
+        Ok(Frame {
+            bytes,
+            at: Some(at),
+        })
+    }
+
+    /// The open file (for `sendfile`).
+    pub fn file(&self) -> &File {
+        &self.file
     }
 
     /// Read `buf.len()` bytes of the `kind` stream starting at `offset`.
@@ -239,6 +245,33 @@ impl Source {
         }
         Ok(())
     }
+}
+
+/// Parse the marks of `file` through a buffer, for files that are not mapped.
+fn parse_by_reading(
+    file: &mut File,
+    cfg: &MarkConfig,
+    path: &Path,
+) -> Result<std::result::Result<ParsedMarks, MarkError>> {
+    let mut parser = match MarkParser::new(cfg.clone()) {
+        Ok(p) => p,
+        Err(e) => return Ok(Err(e)),
+    };
+    let mut col = Collector::default();
+    let mut sink = |ev: Event<'_>| col.event(ev);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        if let Err(e) = parser.feed(&buf[..n], &mut sink) {
+            return Ok(Err(e));
+        }
+    }
+    Ok(parser.finish(&mut sink).map(|()| col.finish()))
 }
 
 /// Map `file` read-only, or `None` if the kernel refuses (the caller then reads instead).
@@ -290,7 +323,9 @@ mod tests {
         let p = d.path().join("doc.txt");
         let mut doc = Vec::new();
         for i in 0..200u32 {
-            doc.extend_from_slice(format!("plain {i} \\\\<$S>x<$S>sec {i} \\$E><$E>").as_bytes());
+            doc.extend_from_slice(
+                format!("plain {i} \\<$S>x<$S>sec {i} \\<$E>\\\\y<$E>").as_bytes(),
+            );
         }
         std::fs::write(&p, &doc).unwrap();
         for strip in [false, true] {
@@ -309,13 +344,19 @@ mod tests {
                     let (mut got, mut off, mut buf) = (Vec::new(), 0, vec![0; max]);
                     while off < len {
                         let n = max.min((len - off) as usize);
-                        let f = mapped.frame(kind, off, n, &mut buf).unwrap();
+                        let fr = mapped.frame(kind, off, n, &mut buf).unwrap();
+                        let f = fr.bytes;
+                        let at = fr.at.unwrap() as usize;
+                        assert_eq!(f, &doc[at..at + f.len()]);
                         assert!(!f.is_empty() && f.len() <= n);
                         got.extend_from_slice(f);
                         off += f.len() as u64;
                     }
                     assert_eq!(got, want, "{kind:?} max {max} strip {strip}");
-                    let f = read.frame(kind, 0, n_min(len, max), &mut buf).unwrap();
+                    let f = read
+                        .frame(kind, 0, n_min(len, max), &mut buf)
+                        .unwrap()
+                        .bytes;
                     assert_eq!(f, &want[..f.len()]);
                 }
             }

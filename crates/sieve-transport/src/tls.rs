@@ -15,6 +15,9 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig, SupportedCipherSuite};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpStream;
+
+use crate::conn::{BoxRead, BoxWrite};
 
 /// The TLS 1.3 cipher suites a user may pick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -168,3 +171,86 @@ impl ClientTls<'_> {
 
 /// Label for the keying-material exporter (RFC 8446 §7.5) that derives join tokens.
 pub const EXPORTER_LABEL: &[u8] = b"EXPORTER-security-sieve-join-v1";
+
+/// A secure channel once its handshake is done, whichever TLS library made it.
+pub struct Secured {
+    pub read: BoxRead,
+    pub write: BoxWrite,
+    /// Keying material exported under [`EXPORTER_LABEL`] (join tokens and the plain MAC key).
+    pub exporter: [u8; 32],
+    /// The negotiated suite, for reports.
+    pub cipher: String,
+    /// Whether the handshake resumed an earlier session.
+    pub resumed: bool,
+}
+
+impl Secured {
+    /// A rustls client connection.
+    pub fn from_client(tls: tokio_rustls::client::TlsStream<TcpStream>) -> Result<Secured> {
+        let conn = tls.get_ref().1;
+        let resumed = conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+        let mut exporter = [0u8; 32];
+        conn.export_keying_material(&mut exporter, EXPORTER_LABEL, None)?;
+        let cipher = suite_name(conn.negotiated_cipher_suite());
+        let (r, w) = tokio::io::split(tls);
+        Ok(Secured {
+            read: Box::new(r),
+            write: Box::new(w),
+            exporter,
+            cipher,
+            resumed,
+        })
+    }
+
+    /// A rustls server connection.
+    pub fn from_server(tls: tokio_rustls::server::TlsStream<TcpStream>) -> Result<Secured> {
+        let conn = tls.get_ref().1;
+        let resumed = conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+        let mut exporter = [0u8; 32];
+        conn.export_keying_material(&mut exporter, EXPORTER_LABEL, None)?;
+        let cipher = suite_name(conn.negotiated_cipher_suite());
+        let (r, w) = tokio::io::split(tls);
+        Ok(Secured {
+            read: Box::new(r),
+            write: Box::new(w),
+            exporter,
+            cipher,
+            resumed,
+        })
+    }
+}
+
+/// How a receiver makes its secure channels.
+#[derive(Clone)]
+pub enum Acceptor {
+    Rustls(tokio_rustls::TlsAcceptor),
+    /// OpenSSL with the thesis's TLS 1.2 suites as well (INSECURE; laboratory only).
+    #[cfg(feature = "insecure-thesis-suites")]
+    Legacy(Arc<crate::legacy_tls::LegacyServer>),
+}
+
+impl Acceptor {
+    pub async fn accept(&self, tcp: TcpStream) -> Result<Secured> {
+        match self {
+            Acceptor::Rustls(a) => {
+                Secured::from_server(a.accept(tcp).await.context("TLS handshake failed")?)
+            }
+            #[cfg(feature = "insecure-thesis-suites")]
+            Acceptor::Legacy(a) => a.accept(tcp).await,
+        }
+    }
+}
+
+/// The thesis-suite client of a sender (only constructible with `insecure-thesis-suites`).
+#[cfg(feature = "insecure-thesis-suites")]
+pub type LegacyConnector = Arc<crate::legacy_tls::LegacyClient>;
+/// The thesis-suite client of a sender (only constructible with `insecure-thesis-suites`).
+#[cfg(not(feature = "insecure-thesis-suites"))]
+pub type LegacyConnector = std::convert::Infallible;
+
+/// The thesis-suite server of a receiver (only constructible with `insecure-thesis-suites`).
+#[cfg(feature = "insecure-thesis-suites")]
+pub type LegacyAcceptor = Arc<crate::legacy_tls::LegacyServer>;
+/// The thesis-suite server of a receiver (only constructible with `insecure-thesis-suites`).
+#[cfg(not(feature = "insecure-thesis-suites"))]
+pub type LegacyAcceptor = std::convert::Infallible;

@@ -160,6 +160,7 @@ impl TestReceiver {
             plain_listen: any,
             plain_advertise: None,
             discard: false,
+            legacy: None,
             limits: ServeLimits {
                 idle_timeout: Duration::from_secs(20),
                 ..ServeLimits::default()
@@ -203,6 +204,7 @@ impl TestReceiver {
             idle_timeout: Duration::from_secs(20),
             processing_per_secure_mb: Duration::ZERO,
             mmap: true,
+            legacy: None,
         }
     }
 
