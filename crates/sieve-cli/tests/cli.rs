@@ -84,6 +84,11 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// Start with extra arguments for `sieve serve`.
+    fn start_with(extra: &[&str]) -> Server {
         let root = tempfile::tempdir().unwrap();
         let certs = root.path().join("certs");
         let out = root.path().join("out");
@@ -101,6 +106,7 @@ impl Server {
             .arg("--key")
             .arg(certs.join("server.key"))
             .args(["--listen", "127.0.0.1:0", "--plain-listen", "127.0.0.1:0"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -402,4 +408,57 @@ fn openssl_verifies_the_certificate_and_negotiates_tls13() {
         !o.status.success() && !all.contains("Verification: OK"),
         "a foreign CA verified the receiver: {all}"
     );
+}
+
+/// INSECURE thesis suites (only in a build with `--features insecure-thesis-suites`): each one
+/// moves a document intact, is named as insecure in the report, and a normal receiver refuses
+/// it; TLS 1.3 senders still work against a receiver that accepts them.
+#[cfg(feature = "insecure-thesis-suites")]
+#[test]
+fn thesis_suites_move_documents_and_are_refused_by_normal_receivers() {
+    let legacy = Server::start_with(&["--insecure-thesis-suites"]);
+    let doc = legacy.root.path().join("doc.txt");
+    gen("300KB", "0.3", &doc);
+    let bytes = std::fs::read(&doc).unwrap();
+    for (suite, openssl) in [
+        ("3des-ede-cbc-sha", "ECDHE-ECDSA-DES-CBC3-SHA"),
+        ("aes256-cbc-sha", "ECDHE-ECDSA-AES256-SHA"),
+    ] {
+        for mode in ["sieve", "secure-only"] {
+            let o = run(legacy
+                .send()
+                .args(["--insecure-thesis-suite", suite, "--mode", mode, "--json"])
+                .arg(&doc));
+            assert!(o.status.success(), "{suite} {mode}: {}", text(&o.stderr));
+            let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let cipher = j["cipher"].as_str().unwrap_or_default();
+            assert!(
+                cipher.contains(openssl)
+                    && cipher.contains("INSECURE")
+                    && cipher.contains("TLSv1.2"),
+                "{cipher}"
+            );
+            assert_eq!(std::fs::read(legacy.out.join("doc.txt")).unwrap(), bytes);
+        }
+    }
+    let o = run(legacy.send().args(["--json"]).arg(&doc));
+    assert!(
+        o.status.success(),
+        "TLS 1.3 against OpenSSL: {}",
+        text(&o.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        j["cipher"].as_str().unwrap_or_default().contains("TLS13"),
+        "{j}"
+    );
+
+    let normal = Server::start();
+    let o = run(normal
+        .send()
+        .args(["--insecure-thesis-suite", "3des-ede-cbc-sha"])
+        .arg(&doc));
+    assert!(!o.status.success());
+    assert!(text(&o.stderr).contains("handshake"), "{}", text(&o.stderr));
+    assert!(!normal.out.join("doc.txt").exists());
 }

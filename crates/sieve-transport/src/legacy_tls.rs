@@ -162,11 +162,12 @@ fn finish(s: SslStream<TcpStream>, resumed: bool) -> Result<Secured> {
     let Some(c) = s.ssl().current_cipher() else {
         bail!("no cipher was negotiated");
     };
-    let cipher = format!(
-        "{} {} (INSECURE thesis suite)",
-        s.ssl().version_str(),
-        c.name()
-    );
+    let insecure = if s.ssl().version2() == Some(SslVersion::TLS1_3) {
+        ""
+    } else {
+        " (INSECURE thesis suite)"
+    };
+    let cipher = format!("{} {}{insecure}", s.ssl().version_str(), c.name());
     let (r, w) = tokio::io::split(s);
     Ok(Secured {
         read: Box::new(r),

@@ -279,16 +279,19 @@ async fn strip_marks() {
         strip: true,
         ..MarkConfig::default()
     });
-    for (mode, n, m) in [
-        (Mode::Sieve, 1, 1),
-        (Mode::Sieve, 3, 2),
-        (Mode::SecureOnly, 2, 0),
+    // Mapped (frames cut at content runs, cleartext by sendfile) and read (--no-mmap).
+    for (mode, n, m, mmap) in [
+        (Mode::Sieve, 1, 1, true),
+        (Mode::Sieve, 1, 1, false),
+        (Mode::Sieve, 3, 2, true),
+        (Mode::SecureOnly, 2, 0, false),
     ] {
         let cfg = sieve_transport::sender::SendConfig {
             classify: strip.clone(),
+            mmap,
             ..rx.config(mode, n, m, Split::Dynamic, BatchSplit::Dynamic)
         };
-        let tag = format!("{mode:?}-{n}x{m}");
+        let tag = format!("{mode:?}-{n}x{m}-{mmap}");
         let files: Vec<PathBuf> = docs
             .iter()
             .map(|(name, d)| write(src.path(), &format!("{tag}-{name}"), &d.raw))
@@ -842,4 +845,24 @@ async fn abandoned_transfer_leaves_no_partial_file() {
     let next = write(src.path(), "next.txt", b"a <$S>b<$E> c");
     rx.send_ok(&rx.simple(Mode::Sieve), &[next]).await;
     rx.assert_received("next.txt", b"a <$S>b<$E> c");
+}
+
+/// A document large enough for the marks pass to run on several threads (parts of 8 MiB),
+/// with marks and escapes everywhere: received byte for byte, with and without the mapping.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_document_with_parallel_marks_pass() {
+    let rx = TestReceiver::start().await;
+    let src = tempfile::tempdir().unwrap();
+    let (_, marked) = marked_doc(11, 20_000_000, 400);
+    for mmap in [true, false] {
+        let cfg = sieve_transport::sender::SendConfig {
+            chunk: 256 * 1024,
+            mmap,
+            ..rx.simple(Mode::Sieve)
+        };
+        let name = format!("large-{mmap}.txt");
+        let f = write(src.path(), &name, &marked);
+        rx.send_ok(&cfg, &[f]).await;
+        rx.assert_received(&name, &marked);
+    }
 }
