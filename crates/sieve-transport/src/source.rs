@@ -197,6 +197,11 @@ impl Source {
         })
     }
 
+    /// Whether the document is mapped (frames then cost no read and no copy).
+    pub fn is_mapped(&self) -> bool {
+        self.map.is_some()
+    }
+
     /// The open file (for `sendfile`).
     pub fn file(&self) -> &File {
         &self.file
