@@ -47,6 +47,12 @@ pub struct Args {
     /// Seconds allowed for a TLS handshake and the first frame.
     #[arg(long, default_value_t = 10)]
     pub handshake_timeout: u64,
+    /// Most memory all connections together may hold in frames being received (e.g. 1GiB).
+    /// Caps the receiver's memory whatever frame lengths senders claim: a channel whose frame does
+    /// not fit waits for memory, and after --idle-timeout its session fails with a message saying
+    /// so. The default fits 64 sessions × 32 channels of 256 KiB frames.
+    #[arg(long, default_value = "512MiB", value_parser = parse_size_arg)]
+    pub max_buffer_memory: u64,
     /// INSECURE, for the laboratory only: make secure channels with OpenSSL, which also accepts
     /// the thesis's broken TLS 1.2 suites (3DES-EDE-CBC-SHA, AES-256-CBC-SHA). Never use this for
     /// real documents.
@@ -74,6 +80,7 @@ pub async fn run(args: &Args) -> Result<()> {
         max_doc_bytes: args.max_doc_size,
         idle_timeout: Duration::from_secs(args.idle_timeout),
         handshake_timeout: Duration::from_secs(args.handshake_timeout),
+        max_buffer_bytes: args.max_buffer_memory,
         ..ServeLimits::default()
     };
     let receiver = Receiver::bind(ServeConfig {

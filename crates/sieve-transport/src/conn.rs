@@ -1,5 +1,9 @@
 //! Moving frames over a byte stream (TLS or plain TCP): the only place that reads or writes them.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use anyhow::{anyhow, bail, Context, Result};
 use sieve_core::frame::{self, FrameType, Limits, HEADER_LEN};
 use sieve_core::message::{Data, Message};
@@ -7,25 +11,133 @@ use tokio::io::{
     AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter, Interest,
 };
 use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::{Semaphore, TryAcquireError};
 
 pub type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 
+/// A frame buffer larger than this is given back once its frame is consumed; smaller ones are
+/// kept for the next frame (honest senders' data frames are 256 KiB).
+pub const RETAIN_BUFFER: usize = 1 << 20;
+
+/// A frame's payload buffer grows by at most this much at a time, as its bytes arrive: a header
+/// alone claiming 16 MiB costs at most this much.
+pub const GROW_STEP: usize = 1 << 20;
+
+/// Frame-buffer memory shared by many [`FrameReader`]s: the receiver's global cap on what its
+/// connections may hold in frames being received, whatever their headers claim.
+///
+/// Counted in KiB of buffer capacity. A reader takes its share before its buffer grows, keeps it
+/// while the buffer is kept, and gives it back when the buffer is shrunk (after a frame larger
+/// than [`RETAIN_BUFFER`]) or when the reader is dropped. A reader that finds the budget spent
+/// waits, first come first served, at most `max_wait`; then its read fails with
+/// [`BufferExhausted`].
+#[derive(Debug)]
+pub struct FrameBudget {
+    permits: Semaphore,
+    limit_kib: u64,
+    max_wait: Duration,
+    stats: Arc<BufferStats>,
+}
+
+/// What a [`FrameBudget`] has handed out.
+#[derive(Debug, Default)]
+pub struct BufferStats {
+    /// Bytes of frame buffers held now.
+    pub bytes: AtomicU64,
+    /// Most bytes of frame buffers ever held at once.
+    pub peak_bytes: AtomicU64,
+    /// Times a reader had to wait for the budget.
+    pub waits: AtomicU64,
+    /// Reads that failed because the budget stayed spent for `max_wait`.
+    pub exhausted: AtomicU64,
+}
+
+impl FrameBudget {
+    /// A budget of `bytes` (rounded down to whole KiB) of frame buffers.
+    pub fn new(bytes: u64, max_wait: Duration, stats: Arc<BufferStats>) -> FrameBudget {
+        let limit_kib = (bytes / 1024).min(Semaphore::MAX_PERMITS as u64);
+        FrameBudget {
+            permits: Semaphore::new(limit_kib as usize),
+            limit_kib,
+            max_wait,
+            stats,
+        }
+    }
+
+    /// The budget, in bytes.
+    pub fn limit_bytes(&self) -> u64 {
+        self.limit_kib * 1024
+    }
+
+    fn took(&self, kib: u64) {
+        let now = self.stats.bytes.fetch_add(kib * 1024, Ordering::AcqRel) + kib * 1024;
+        self.stats.peak_bytes.fetch_max(now, Ordering::AcqRel);
+    }
+
+    fn give_back(&self, kib: u64) {
+        if kib > 0 {
+            self.stats.bytes.fetch_sub(kib * 1024, Ordering::AcqRel);
+            self.permits.add_permits(kib as usize);
+        }
+    }
+}
+
+/// A frame could not be received because the receiver's frame-buffer budget stayed spent.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the receiver has no memory free for frame buffers: {what} waited {:.1} s while other \
+     connections held all {} MiB of its frame-buffer budget (sieve serve --max-buffer-memory); \
+     try again later or with fewer channels, or raise --max-buffer-memory on the receiver",
+    waited.as_secs_f64(),
+    limit_bytes >> 20
+)]
+pub struct BufferExhausted {
+    /// What waited, e.g. "a 16777216-byte DATA frame".
+    pub what: String,
+    pub waited: Duration,
+    pub limit_bytes: u64,
+}
+
+impl BufferExhausted {
+    fn frame(len: usize, ty: FrameType, waited: Duration, limit_bytes: u64) -> BufferExhausted {
+        BufferExhausted {
+            what: format!("a {len}-byte {} frame", ty.name()),
+            waited,
+            limit_bytes,
+        }
+    }
+}
+
 /// Reads whole frames; the payload buffer is reused, and never grows past the limit.
 ///
+/// The buffer grows as a frame's bytes arrive (by at most [`GROW_STEP`] at a time), not to the
+/// length its header claims. With a [`FrameBudget`] ([`FrameReader::set_budget`]) every byte of
+/// it is counted there first.
+///
 /// Cancel-safe: [`FrameReader::read`] may be dropped at any await (a timeout, a `select!`) and
-/// called again; bytes of a partly received frame are kept here, never lost.
+/// called again; bytes of a partly received frame are kept here, never lost, and so is the time
+/// already spent waiting for the budget.
 pub struct FrameReader {
     inner: BufReader<BoxRead>,
+    /// Payload buffer; its length is its capacity (a whole number of KiB), all of it readable.
     buf: Vec<u8>,
     limits: Limits,
     /// The header of the frame being read, and how much of it (then of its payload) has come.
     hdr: [u8; HEADER_LEN],
     hdr_have: usize,
     body_have: usize,
+    budget: Option<Arc<FrameBudget>>,
+    /// KiB of `budget` held for `buf`.
+    held_kib: u64,
+    /// Since when this reader has been waiting for `budget`.
+    waiting_since: Option<Instant>,
+    /// Counts this reader while it waits (see [`FrameReader::count_waits_in`]).
+    waiters: Option<Arc<AtomicU64>>,
 }
 
 impl FrameReader {
+    /// A reader whose buffers are limited only by `limits` (no [`FrameBudget`]).
     pub fn new(inner: BoxRead, limits: Limits) -> FrameReader {
         FrameReader {
             inner: BufReader::with_capacity(64 * 1024, inner),
@@ -34,6 +146,10 @@ impl FrameReader {
             hdr: [0; HEADER_LEN],
             hdr_have: 0,
             body_have: 0,
+            budget: None,
+            held_kib: 0,
+            waiting_since: None,
+            waiters: None,
         }
     }
 
@@ -43,9 +159,130 @@ impl FrameReader {
         self.limits = limits;
     }
 
+    /// Count this reader's buffers in `budget` from the next frame on (call it between frames,
+    /// e.g. once the peer is authenticated). The buffer held so far is given back first.
+    pub fn set_budget(&mut self, budget: Arc<FrameBudget>) {
+        debug_assert!(
+            self.hdr_have == 0 && self.body_have == 0,
+            "set_budget mid-frame"
+        );
+        self.release_buffer();
+        self.budget = Some(budget);
+    }
+
+    /// How long this reader has been waiting for its [`FrameBudget`], if it is waiting.
+    pub fn waiting_for_memory(&self) -> Option<Duration> {
+        self.waiting_since.map(|t| t.elapsed())
+    }
+
+    /// The error to report for a reader that has been waiting for its budget (see
+    /// [`FrameReader::waiting_for_memory`]) when its caller gives up on it.
+    pub fn memory_wait_error(&self) -> Option<BufferExhausted> {
+        let since = self.waiting_since?;
+        let h = frame::parse_header(&self.hdr, &self.limits).ok()?;
+        Some(BufferExhausted::frame(
+            h.len as usize,
+            h.ty,
+            since.elapsed(),
+            self.budget.as_ref().map_or(0, |b| b.limit_bytes()),
+        ))
+    }
+
+    /// Bytes of buffer this reader holds now.
+    pub fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Count this reader in `waiters` while it waits for its budget (a session counts its
+    /// channels that wait for memory this way).
+    pub fn count_waits_in(&mut self, waiters: Arc<AtomicU64>) {
+        if self.waiting_since.is_some() {
+            waiters.fetch_add(1, Ordering::AcqRel);
+        }
+        self.waiters = Some(waiters);
+    }
+
+    fn stop_waiting(&mut self) {
+        if self.waiting_since.take().is_some() {
+            if let Some(c) = &self.waiters {
+                c.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    fn release_buffer(&mut self) {
+        self.buf = Vec::new();
+        if let Some(b) = &self.budget {
+            b.give_back(self.held_kib);
+        }
+        self.held_kib = 0;
+    }
+
+    /// Grow the buffer towards a frame of `len` bytes: to `len` at once if it is at most
+    /// [`GROW_STEP`], else by [`GROW_STEP`]. Waits for the budget if there is one.
+    async fn grow(&mut self, len: usize, ty: FrameType) -> Result<()> {
+        let cur = self.buf.len();
+        let target = if len <= GROW_STEP {
+            len
+        } else {
+            len.min(cur + GROW_STEP)
+        };
+        let kib = target.div_ceil(1024) as u64;
+        if let Some(b) = self.budget.clone() {
+            let need = kib.saturating_sub(self.held_kib);
+            let need32 = u32::try_from(need).context("frame buffer step too large")?;
+            match b.permits.try_acquire_many(need32) {
+                Ok(p) => p.forget(),
+                Err(TryAcquireError::NoPermits) => {
+                    let since = match self.waiting_since {
+                        Some(t) => t,
+                        None => {
+                            b.stats.waits.fetch_add(1, Ordering::Relaxed);
+                            if let Some(c) = &self.waiters {
+                                c.fetch_add(1, Ordering::AcqRel);
+                            }
+                            *self.waiting_since.insert(Instant::now())
+                        }
+                    };
+                    let deadline = since + b.max_wait;
+                    match tokio::time::timeout_at(deadline.into(), b.permits.acquire_many(need32))
+                        .await
+                    {
+                        Ok(Ok(p)) => p.forget(),
+                        Ok(Err(_)) => bail!("the frame-buffer budget was closed"),
+                        Err(_) => {
+                            b.stats.exhausted.fetch_add(1, Ordering::Relaxed);
+                            self.stop_waiting();
+                            return Err(BufferExhausted::frame(
+                                len,
+                                ty,
+                                since.elapsed(),
+                                b.limit_bytes(),
+                            )
+                            .into());
+                        }
+                    }
+                }
+                Err(TryAcquireError::Closed) => bail!("the frame-buffer budget was closed"),
+            }
+            self.stop_waiting();
+            b.took(need);
+            self.held_kib += need;
+        }
+        let new_len = (kib * 1024) as usize;
+        self.buf.reserve_exact(new_len - cur);
+        self.buf.resize(new_len, 0);
+        Ok(())
+    }
+
     /// The next frame, or `None` on a clean end of stream between frames.
     pub async fn read(&mut self) -> Result<Option<(FrameType, &[u8])>> {
-        // Every await below is a single `read`, which either takes bytes or takes none.
+        if self.hdr_have == 0 && self.buf.len() > RETAIN_BUFFER {
+            // The last frame was large and is consumed: its memory goes back.
+            self.release_buffer();
+        }
+        // Every await below is a single `read` (or a wait for the budget), which either takes
+        // bytes or takes none.
         while self.hdr_have < HEADER_LEN {
             let n = self
                 .inner
@@ -63,13 +300,14 @@ impl FrameReader {
         }
         let h = frame::parse_header(&self.hdr, &self.limits)?;
         let len = h.len as usize;
-        if self.buf.len() < len {
-            self.buf.resize(len, 0);
-        }
         while self.body_have < len {
+            if self.body_have == self.buf.len() {
+                self.grow(len, h.ty).await?;
+            }
+            let end = len.min(self.buf.len());
             let n = self
                 .inner
-                .read(&mut self.buf[self.body_have..len])
+                .read(&mut self.buf[self.body_have..end])
                 .await
                 .context("reading a frame")?;
             if n == 0 {
@@ -92,6 +330,13 @@ impl FrameReader {
             .await?
             .ok_or_else(|| anyhow!("the peer closed the connection"))?;
         Ok(Message::parse(ty, payload)?)
+    }
+}
+
+impl Drop for FrameReader {
+    fn drop(&mut self) {
+        self.stop_waiting();
+        self.release_buffer();
     }
 }
 

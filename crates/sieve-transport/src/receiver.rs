@@ -29,7 +29,7 @@ use tokio::sync::{watch, Notify, Semaphore};
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
-use crate::conn::{FrameReader, FrameWriter};
+use crate::conn::{BufferExhausted, BufferStats, FrameBudget, FrameReader, FrameWriter};
 use crate::mac::PlainMac;
 use crate::store::{self, PartFile};
 use crate::tls::{Acceptor, LegacyAcceptor};
@@ -44,6 +44,17 @@ pub const MAX_OPEN_DOCS: u64 = 1024;
 /// few dozen bytes). Without it every unauthenticated connection could make the receiver reserve
 /// a buffer of the full frame limit (16 MiB) by sending one header.
 pub const PREAUTH_MAX_PAYLOAD: u32 = 4096;
+
+/// Most channels of one session: 16 secure (channel 0 among them) and 16 plain.
+pub const MAX_CHANNELS: u64 = 32;
+
+/// Default of [`ServeLimits::max_buffer_bytes`]: 64 sessions × 32 channels × a 256 KiB frame
+/// (the sender's default chunk) each.
+pub const DEFAULT_MAX_BUFFER_BYTES: u64 = 512 << 20;
+
+/// Smallest frame-buffer budget accepted: one frame's first step ([`crate::conn::GROW_STEP`])
+/// and then some.
+pub const MIN_BUFFER_BYTES: u64 = 4 << 20;
 
 /// Limits that keep one receiver safe from any one peer.
 #[derive(Debug, Clone)]
@@ -64,6 +75,11 @@ pub struct ServeLimits {
     /// File descriptors the receiver may use; `None`: the process's open-file limit
     /// (`ulimit -n`, RLIMIT_NOFILE). See [`FdBudget`].
     pub max_open_files: Option<u64>,
+    /// Most bytes all connections together may hold in frame buffers (frames being received).
+    /// A channel whose next piece of frame does not fit waits for others to give memory back; if
+    /// it waits longer than `idle_timeout`, its session fails with [`BufferExhausted`]. See
+    /// [`FrameBudget`].
+    pub max_buffer_bytes: u64,
 }
 
 impl Default for ServeLimits {
@@ -78,6 +94,7 @@ impl Default for ServeLimits {
             frame: Limits::default(),
             max_segments: 4_000_000,
             max_open_files: None,
+            max_buffer_bytes: DEFAULT_MAX_BUFFER_BYTES,
         }
     }
 }
@@ -111,6 +128,11 @@ pub struct Stats {
     /// Connections, sessions and documents refused because the receiver was at its limit of
     /// open files ([`FdBudget`]).
     pub fd_limit_refusals: AtomicU64,
+    /// Frame-buffer memory (see [`ServeLimits::max_buffer_bytes`]): held now, peak, waits, and
+    /// reads failed because it stayed spent.
+    pub buffer: Arc<BufferStats>,
+    /// Sessions ended because a channel waited too long for frame-buffer memory.
+    pub buffer_refusals: AtomicU64,
 }
 
 /// How the receiver shares its file descriptors (`ulimit -n`) so that it never runs out of them.
@@ -195,6 +217,8 @@ struct Shared {
     fds: FdBudget,
     /// Descriptors held by connections and documents (see [`FdBudget`]).
     fds_used: Arc<AtomicU64>,
+    /// Frame-buffer memory of every authenticated connection.
+    buffers: Arc<FrameBudget>,
 }
 
 /// A receiver bound to its ports, ready to run.
@@ -232,6 +256,20 @@ impl Receiver {
             Some(a) => a.clone(),
             None => plain.local_addr()?.to_string(),
         };
+        if cfg.limits.max_buffer_bytes < MIN_BUFFER_BYTES {
+            bail!(
+                "the frame-buffer budget of {} bytes is too small: give at least {} MiB \
+                 (--max-buffer-memory)",
+                cfg.limits.max_buffer_bytes,
+                MIN_BUFFER_BYTES >> 20
+            );
+        }
+        let stats = Arc::new(Stats::default());
+        let buffers = Arc::new(FrameBudget::new(
+            cfg.limits.max_buffer_bytes,
+            cfg.limits.idle_timeout,
+            stats.buffer.clone(),
+        ));
         let fds = match cfg.limits.max_open_files {
             Some(n) => FdBudget::for_limit(n),
             None => FdBudget::for_this_process(),
@@ -248,7 +286,8 @@ impl Receiver {
             },
             session_permits: Arc::new(Semaphore::new(cfg.limits.max_sessions)),
             pending_permits: Arc::new(Semaphore::new(cfg.limits.max_pending)),
-            stats: Arc::new(Stats::default()),
+            stats,
+            buffers,
             sessions: Mutex::new(HashMap::new()),
             advertise,
             cfg,
@@ -288,6 +327,19 @@ impl Receiver {
             documents_until = fds.doc_limit,
             "file descriptor budget"
         );
+        let limits = &self.shared.cfg.limits;
+        info!(mib = limits.max_buffer_bytes >> 20, "frame buffer budget");
+        let honest = honest_buffer_bytes(limits.max_sessions);
+        if limits.max_buffer_bytes < honest {
+            warn!(
+                budget_mib = limits.max_buffer_bytes >> 20,
+                "the frame-buffer budget is below {} MiB, what {} sessions of {MAX_CHANNELS} \
+                 channels with 256 KiB frames need to never wait for each other: busy sessions \
+                 may wait for memory, and fail after the idle timeout",
+                honest.div_ceil(1 << 20),
+                limits.max_sessions
+            );
+        }
         let plain_shared = self.shared.clone();
         let plain = self.plain;
         let plain_loop = async move {
@@ -404,6 +456,7 @@ impl Shared {
             let mut reader = FrameReader::new(tls.read, preauth(limits.frame));
             let first = reader.message().await?;
             reader.set_limits(limits.frame);
+            reader.set_budget(self.buffers.clone());
             anyhow::Ok((reader, w, first, id, km, cipher))
         })
         .await;
@@ -457,6 +510,7 @@ impl Shared {
                 let session = self.find_session(&join)?;
                 writer.send(|o| JoinOk {}.encode(o)).await?;
                 writer.flush().await?;
+                reader.count_waits_in(session.memory_waiters.clone());
                 session.run_channel(Kind::Secure, &mut reader).await;
                 Ok(())
             }
@@ -505,9 +559,11 @@ impl Shared {
         let session = self.find_session(&join)?;
         drop(permit);
         reader.set_limits(limits.frame);
+        reader.set_budget(self.buffers.clone());
         let mut writer = FrameWriter::new(Box::new(w));
         writer.send(|o| JoinOk {}.encode(o)).await?;
         writer.flush().await?;
+        reader.count_waits_in(session.memory_waiters.clone());
         session.run_channel(Kind::Plain, &mut reader).await;
         Ok(())
     }
@@ -545,6 +601,19 @@ impl Shared {
         drop(joined);
         Ok(session)
     }
+}
+
+/// The smallest frame-buffer budget with which `sessions` sessions of [`MAX_CHANNELS`] channels,
+/// each receiving frames of 256 KiB + the DATA prefix (257 KiB of buffer), can never all wait
+/// for each other.
+///
+/// A channel that holds its buffer never waits again; a session none of whose channels waits
+/// finishes and gives its memory back. So the budget is stuck only if every session has a
+/// waiting channel, which needs the channels holding memory (at most `sessions × (channels −
+/// 1)`) plus the part of a frame handed to the first waiter (less than one frame) to fill the
+/// whole budget. With one frame more than that, it cannot happen.
+pub fn honest_buffer_bytes(sessions: usize) -> u64 {
+    (sessions as u64 * (MAX_CHANNELS - 1) + 1) * (257 << 10)
 }
 
 /// The frame limit for a connection's first frame.
@@ -593,6 +662,12 @@ struct Session {
     docs_changed: Notify,
     ctl: tokio::sync::Mutex<FrameWriter>,
     abort_tx: watch::Sender<bool>,
+    /// Why the session was aborted (the first reason given).
+    abort_why: Mutex<Option<String>>,
+    /// Set when a channel gave up waiting for frame-buffer memory: what the sender is told.
+    out_of_memory: Mutex<Option<String>>,
+    /// Channels of this session waiting for frame-buffer memory now.
+    memory_waiters: Arc<AtomicU64>,
     last_activity: AtomicU64,
     started: Instant,
     /// Temporary files open (documents receiving pieces).
@@ -689,7 +764,10 @@ impl Session {
             };
             let result = match frame {
                 Err(_) if self.idle_for() < idle => continue,
-                Err(_) => Err(anyhow!("channel idle for {idle:?}")),
+                Err(_) => Err(match self.memory_wait_error(reader) {
+                    Some(e) => e.into(),
+                    None => anyhow!("channel idle for {idle:?}"),
+                }),
                 Ok(Ok(None)) => return,
                 Ok(Ok(Some((FrameType::Data, payload)))) => match DataRef::parse(payload) {
                     Ok(d) => self.data(kind, d).await,
@@ -701,6 +779,11 @@ impl Session {
                 Ok(Err(e)) => Err(e),
             };
             if let Err(e) = result {
+                if let Some(m) = e.downcast_ref::<BufferExhausted>() {
+                    if let Ok(mut o) = self.out_of_memory.lock() {
+                        o.get_or_insert_with(|| m.to_string());
+                    }
+                }
                 self.abort(&format!("{kind:?} channel failed: {e:#}"));
                 return;
             }
@@ -709,6 +792,9 @@ impl Session {
 
     fn abort(&self, why: &str) {
         if !*self.abort_tx.borrow() {
+            if let Ok(mut w) = self.abort_why.lock() {
+                w.get_or_insert_with(|| why.to_string());
+            }
             warn!(session = %self.hex_id(), "session aborted: {why}");
             let _ = self.abort_tx.send(true);
         }
@@ -1189,6 +1275,9 @@ impl Shared {
             docs_changed: Notify::new(),
             ctl: tokio::sync::Mutex::new(writer),
             abort_tx,
+            abort_why: Mutex::new(None),
+            out_of_memory: Mutex::new(None),
+            memory_waiters: Arc::new(AtomicU64::new(0)),
             last_activity: AtomicU64::new(0),
             started: Instant::now(),
             open_docs: Arc::new(AtomicU64::new(0)),
@@ -1201,10 +1290,14 @@ impl Shared {
         self.stats.sessions_started.fetch_add(1, Ordering::Relaxed);
         info!(session = %session.hex_id(), mode = ?hello.mode, secure = hello.secure_channels, plain = hello.plain_channels, %cipher, "session started");
         let sent = session.ctl.lock().await.flush().await;
+        reader.count_waits_in(session.memory_waiters.clone());
         let result = match sent {
             Ok(()) => session.control_loop(&mut reader).await,
             Err(e) => Err(e),
         };
+        if let Err(e) = &result {
+            session.tell_out_of_memory(e).await;
+        }
         self.sessions
             .lock()
             .map_err(|_| anyhow!("poisoned"))?
@@ -1240,17 +1333,64 @@ impl Shared {
 }
 
 impl Session {
+    /// Why a channel of this session saw no frame for the idle timeout, if it is for lack of
+    /// frame-buffer memory: this channel, or another of the session, is waiting for it.
+    fn memory_wait_error(&self, reader: &FrameReader) -> Option<BufferExhausted> {
+        if let Some(e) = reader.memory_wait_error() {
+            return Some(e);
+        }
+        (self.memory_waiters.load(Ordering::Acquire) > 0).then(|| BufferExhausted {
+            what: "a frame of another channel of this session".into(),
+            waited: self.idle_for(),
+            limit_bytes: self.shared.buffers.limit_bytes(),
+        })
+    }
+
+    fn abort_reason(&self) -> String {
+        self.abort_why
+            .lock()
+            .ok()
+            .and_then(|w| w.clone())
+            .unwrap_or_else(|| "a data channel failed".into())
+    }
+
+    /// A session that failed for lack of frame-buffer memory tells its sender why (an ERROR
+    /// with code LIMIT on channel 0), within a second: its sender may not be reading.
+    async fn tell_out_of_memory(&self, e: &anyhow::Error) {
+        let why = match e.downcast_ref::<BufferExhausted>() {
+            Some(m) => Some(m.to_string()),
+            None => self.out_of_memory.lock().ok().and_then(|o| o.clone()),
+        };
+        let Some(why) = why else {
+            return;
+        };
+        self.shared
+            .stats
+            .buffer_refusals
+            .fetch_add(1, Ordering::Relaxed);
+        let m = message::Error::new(message::Error::LIMIT, why);
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            let mut w = self.ctl.lock().await;
+            w.send(|o| m.encode(o)).await?;
+            w.flush().await
+        })
+        .await;
+    }
+
     async fn control_loop(self: &Arc<Self>, reader: &mut FrameReader) -> Result<()> {
         let idle = self.shared.cfg.limits.idle_timeout;
         let mut abort = self.abort_tx.subscribe();
         loop {
             let frame = tokio::select! {
                 f = tokio::time::timeout(idle, reader.read()) => f,
-                _ = abort.changed() => bail!("a data channel failed"),
+                _ = abort.changed() => bail!("{}", self.abort_reason()),
             };
             let (ty, payload) = match frame {
                 Err(_) if self.idle_for() < idle => continue,
-                Err(_) => bail!("no traffic for {idle:?}"),
+                Err(_) => match self.memory_wait_error(reader) {
+                    Some(e) => return Err(e.into()),
+                    None => bail!("no traffic for {idle:?}"),
+                },
                 Ok(Ok(None)) => bail!("the sender closed channel 0 before saying goodbye"),
                 Ok(Err(e)) => return Err(e),
                 Ok(Ok(Some(f))) => f,
@@ -1268,5 +1408,43 @@ impl Session {
                 other => bail!("unexpected {} frame on channel 0", other.name()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(secure: u8, plain: u8) -> Hello {
+        Hello {
+            version: message::PROTOCOL_VERSION,
+            mode: Mode::Sieve,
+            secure_channels: secure,
+            plain_channels: plain,
+            split: message::SPLIT_DYNAMIC,
+            batch_split: message::SPLIT_DYNAMIC,
+            chunk_size: 256 << 10,
+            docs: 1,
+        }
+    }
+
+    /// The default frame-buffer budget lets the default number of sessions, each with as many
+    /// channels as a HELLO may ask for, receive 256 KiB frames without ever all waiting.
+    #[test]
+    fn default_buffer_budget_fits_every_honest_channel() {
+        let l = ServeLimits::default();
+        assert!(check_hello(&hello(16, 16)).is_ok());
+        assert!(check_hello(&hello(17, 16)).is_err() && check_hello(&hello(16, 17)).is_err());
+        assert_eq!(MAX_CHANNELS, 16 + 16);
+        let need = honest_buffer_bytes(l.max_sessions);
+        assert!(
+            l.max_buffer_bytes >= need,
+            "default budget {} < {need} for {} sessions",
+            l.max_buffer_bytes,
+            l.max_sessions
+        );
+        // A 256 KiB chunk plus the DATA prefix is what honest_buffer_bytes counts per channel.
+        let frame = (256 << 10) + message::DATA_PREFIX_LEN as u64;
+        assert_eq!(frame.div_ceil(1024) * 1024, 257 << 10);
     }
 }

@@ -1,0 +1,526 @@
+//! The receiver's frame-buffer memory under authenticated load: buffers grow as bytes arrive,
+//! not to the length a header claims, and all of them together stay within
+//! `ServeLimits.max_buffer_bytes` (`sieve serve --max-buffer-memory`). A channel that finds the
+//! budget spent waits; past the idle timeout its session fails and the sender is told why.
+//! Honest sessions wait their turn and complete.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use sieve_core::batch::BatchSplit;
+use sieve_core::frame::{self, FrameType, Limits};
+use sieve_core::message::{self, Join, Message, Mode};
+use sieve_core::split::Split;
+use sieve_core::Kind;
+use sieve_transport::conn::{BufferExhausted, BufferStats, FrameBudget, FrameReader, GROW_STEP};
+use sieve_transport::receiver::{honest_buffer_bytes, MAX_CHANNELS};
+use tokio::io::AsyncWriteExt;
+
+const MIB: u64 = 1 << 20;
+
+/// Resident memory of this process, in bytes.
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        * 1024
+}
+
+fn data_header(len: u32) -> [u8; frame::HEADER_LEN] {
+    frame::encode_header(FrameType::Data, len)
+}
+
+/// A marked document of `len` bytes, quick to make: letters, with a classified range (between
+/// `<$S>` and `<$E>`) in every other `seg` bytes.
+fn quick_marked(seed: u64, len: usize, seg: usize) -> Vec<u8> {
+    let letters = b"abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ\n";
+    let mut out = Vec::with_capacity(len + len / 10_000);
+    let mut i = seed as usize;
+    let mut secret = false;
+    while out.len() < len {
+        if out.len() % seg < 50 && out.len() > seg / 2 {
+            out.extend_from_slice(if secret { b"<$E>" } else { b"<$S>" });
+            secret = !secret;
+            out.extend_from_slice(&[b'x'; 50]);
+        }
+        out.push(letters[i % letters.len()]);
+        i = i.wrapping_mul(31).wrapping_add(7);
+    }
+    if secret {
+        out.extend_from_slice(b"<$E>");
+    }
+    out
+}
+
+/// A reader with a budget: a header claiming 16 MiB costs one step, the buffer follows the bytes
+/// that arrive, the budget stops it, the wait survives cancellation and ends in a clear error,
+/// and a waiting reader goes on as soon as memory is given back.
+#[tokio::test]
+async fn frame_reader_grows_as_bytes_arrive_within_its_budget() {
+    let stats = Arc::new(BufferStats::default());
+    let budget = Arc::new(FrameBudget::new(
+        4 * MIB,
+        Duration::from_millis(400),
+        stats.clone(),
+    ));
+    let (mut wa, ra) = tokio::io::duplex(256 << 10);
+    let mut a = FrameReader::new(Box::new(ra), Limits::default());
+    a.set_budget(budget.clone());
+    let claimed = 16 << 20;
+    wa.write_all(&data_header(claimed)).await.unwrap();
+    wa.write_all(&vec![7u8; 100_000]).await.unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), a.read())
+            .await
+            .is_err(),
+        "a 16 MiB frame was read from 100 000 bytes"
+    );
+    assert_eq!(
+        a.buffer_capacity(),
+        GROW_STEP,
+        "the header alone reserved more"
+    );
+    assert_eq!(stats.bytes.load(Ordering::Relaxed), MIB);
+
+    // 3.5 MiB in: four steps, the whole budget.
+    let feed = async {
+        for _ in 0..34 {
+            wa.write_all(&[7u8; 100_000]).await.unwrap();
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        tokio::join!(feed, async {
+            let _ = tokio::time::timeout(Duration::from_millis(500), a.read()).await;
+        })
+    })
+    .await;
+    let _ = tokio::time::timeout(Duration::from_millis(100), a.read()).await;
+    assert_eq!(a.buffer_capacity(), 4 << 20);
+    assert_eq!(stats.bytes.load(Ordering::Relaxed), 4 * MIB);
+    assert!(a.waiting_for_memory().is_none());
+
+    // The fifth step does not fit: the reader waits, and the wait is not reset by timeouts.
+    let more = tokio::spawn(async move {
+        let _ = wa.write_all(&vec![7u8; 1 << 20]).await;
+        wa
+    });
+    let t = Instant::now();
+    for _ in 0..3 {
+        assert!(tokio::time::timeout(Duration::from_millis(100), a.read())
+            .await
+            .is_err());
+    }
+    assert!(a.waiting_for_memory().is_some(), "not waiting for memory");
+    assert!(a.memory_wait_error().is_some());
+    let err = match tokio::time::timeout(Duration::from_secs(5), a.read()).await {
+        Ok(Err(e)) => e,
+        Ok(Ok(f)) => panic!("read past the budget: {:?}", f.map(|f| f.0)),
+        Err(_) => panic!("the wait for memory never ended"),
+    };
+    let waited = t.elapsed();
+    assert!(
+        waited >= Duration::from_millis(350) && waited < Duration::from_millis(1500),
+        "gave up after {waited:?} instead of 400 ms"
+    );
+    let why = err
+        .downcast_ref::<BufferExhausted>()
+        .unwrap_or_else(|| panic!("not a BufferExhausted: {err:#}"));
+    assert!(
+        why.what.contains("16777216-byte Data frame"),
+        "{}",
+        why.what
+    );
+    let text = why.to_string();
+    assert!(
+        text.contains("--max-buffer-memory") && text.contains("all 4 MiB"),
+        "{text}"
+    );
+    assert_eq!(stats.waits.load(Ordering::Relaxed), 1);
+    assert_eq!(stats.exhausted.load(Ordering::Relaxed), 1);
+    // Its sender is still blocked on the bytes the reader could not take.
+    more.abort();
+
+    // Back-pressure: a second reader waits while the first holds the budget, and reads its
+    // frame as soon as the first is dropped.
+    let (mut wb, rb) = tokio::io::duplex(256 << 10);
+    let mut b = FrameReader::new(Box::new(rb), Limits::default());
+    b.set_budget(budget.clone());
+    let payload: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let mut bytes = data_header(200_000).to_vec();
+    bytes.extend_from_slice(&payload);
+    tokio::spawn(async move {
+        wb.write_all(&bytes).await.unwrap();
+        wb
+    });
+    assert!(
+        tokio::time::timeout(Duration::from_millis(150), b.read())
+            .await
+            .is_err(),
+        "a frame was read past a spent budget"
+    );
+    assert!(b.waiting_for_memory().is_some());
+    drop(a);
+    let (ty, got) = tokio::time::timeout(Duration::from_secs(2), b.read())
+        .await
+        .expect("the waiting reader went on once memory came back")
+        .expect("a frame")
+        .expect("not the end");
+    assert_eq!(ty, FrameType::Data);
+    assert_eq!(got, &payload[..]);
+    // Kept for the next frame: 200 000 bytes in whole KiB.
+    assert_eq!(stats.bytes.load(Ordering::Relaxed), 196 * 1024);
+    drop(b);
+    assert_eq!(
+        stats.bytes.load(Ordering::Relaxed),
+        0,
+        "memory not given back"
+    );
+    assert_eq!(stats.peak_bytes.load(Ordering::Relaxed), 4 * MIB);
+}
+
+/// Without a budget (the sender's side) a reader still takes a 16 MiB frame whole, in steps,
+/// with reads cut by timeouts between the steps, and gives the large buffer back afterwards.
+#[tokio::test]
+async fn unbudgeted_reader_takes_a_large_frame_in_steps() {
+    let (mut w, r) = tokio::io::duplex(64 << 10);
+    let mut reader = FrameReader::new(Box::new(r), Limits::default());
+    let len = 16 << 20;
+    let payload: Vec<u8> = (0..len)
+        .map(|i| (i % 253) as u8 ^ (i >> 16) as u8)
+        .collect();
+    let mut bytes = data_header(len as u32).to_vec();
+    bytes.extend_from_slice(&payload);
+    frame::encode(FrameType::Bye, &[], &mut bytes);
+    let writer = tokio::spawn(async move {
+        for piece in bytes.chunks(700_001) {
+            w.write_all(piece).await.unwrap();
+            tokio::task::yield_now().await;
+        }
+        w
+    });
+    let mut cut = 0;
+    let got = loop {
+        match tokio::time::timeout(Duration::from_millis(2), reader.read()).await {
+            Err(_) => cut += 1,
+            Ok(f) => break f.expect("a frame").expect("not the end").1.to_vec(),
+        }
+    };
+    assert!(got == payload, "the 16 MiB frame came out different");
+    assert!(reader.buffer_capacity() >= len);
+    let (ty, _) = reader.read().await.unwrap().unwrap();
+    assert_eq!(ty, FrameType::Bye);
+    assert!(
+        reader.buffer_capacity() <= 1 << 20,
+        "a 16 MiB buffer was kept after its frame: {}",
+        reader.buffer_capacity()
+    );
+    eprintln!("16 MiB frame read whole across {cut} timeouts");
+    let _w = writer.await.unwrap();
+}
+
+/// Honest sessions with every channel a HELLO may ask for, 256 KiB frames, and a budget of
+/// exactly `honest_buffer_bytes` for the session limit: every session completes, none waits
+/// past its timeout, and the budget is never exceeded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_sized_for_honest_sessions_never_stalls_them() {
+    const SESSIONS: usize = 4;
+    let budget = honest_buffer_bytes(SESSIONS);
+    let rx = Arc::new(
+        TestReceiver::start_with(fast_tempdir(), |c| {
+            c.limits.max_sessions = SESSIONS;
+            c.limits.max_buffer_bytes = budget;
+            c.limits.idle_timeout = Duration::from_secs(10);
+        })
+        .await,
+    );
+    let src = tempfile::tempdir().unwrap();
+    let docs: Vec<Vec<u8>> = (0..SESSIONS)
+        .map(|i| quick_marked(i as u64, 12_500_000, 6_000_000))
+        .collect();
+    // The secure channels go through a proxy at 1 MB/s each, so that the sessions last long
+    // enough to hold their plain channels' buffers all at once.
+    let proxy = common::proxy::FaultProxy::bind().await;
+    proxy.set_target(rx.addr);
+    proxy.set_plan(common::proxy::Plan::up(common::proxy::Fault::Throttle(
+        1_000_000,
+    )));
+    let t = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, doc) in docs.into_iter().enumerate() {
+        let names: Vec<String> = (0..3).map(|j| format!("full-{i}-{j}.txt")).collect();
+        let files: Vec<_> = names.iter().map(|n| write(src.path(), n, &doc)).collect();
+        let mut cfg = rx.config(Mode::Sieve, 16, 16, Split::Even, BatchSplit::Even);
+        cfg.chunk = 256 << 10;
+        cfg.to = proxy.addr.to_string();
+        let rx = rx.clone();
+        tasks.spawn(async move {
+            rx.send_ok(&cfg, &files).await;
+            for n in &names {
+                rx.assert_received(n, &doc);
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.expect("an honest session failed");
+    }
+    let b = &rx.stats.buffer;
+    let peak = b.peak_bytes.load(Ordering::Relaxed);
+    eprintln!(
+        "honest: {SESSIONS} sessions × {MAX_CHANNELS} channels, 256 KiB frames, budget {} KiB: \
+         all delivered in {:.1} s; peak {} KiB, waits {}",
+        budget >> 10,
+        t.elapsed().as_secs_f64(),
+        peak >> 10,
+        b.waits.load(Ordering::Relaxed)
+    );
+    assert_eq!(b.exhausted.load(Ordering::Relaxed), 0);
+    assert!(peak <= budget, "peak {peak} over the budget {budget}");
+    assert!(
+        peak > budget / 2,
+        "the sessions hardly used their buffers ({peak} bytes): the test proves nothing"
+    );
+}
+
+/// One hostile, authenticated session: channel 0 and 16 plain channels each announce a 16 MiB
+/// DATA frame and send 2 MiB of it, then nothing. Returns what the receiver said on channel 0.
+async fn hostile_session(rx: &TestReceiver, sent: Arc<AtomicU64>) -> Option<message::Error> {
+    const PLAIN: u8 = 16;
+    let s = RawSession::open(rx, Mode::Sieve, 1, PLAIN, 1)
+        .await
+        .expect("hostile session opens");
+    let mut writers = Vec::new();
+    for i in 0..PLAIN {
+        let join = Join {
+            session_id: s.session.session_id,
+            kind: Kind::Plain,
+            index: i,
+            token: s.key.token(Kind::Plain, i),
+        };
+        let w = plain_join(rx.plain, join)
+            .await
+            .expect("receiver answers")
+            .expect("the hostile channel joins");
+        writers.push(w);
+    }
+    let RawSession {
+        mut reader, writer, ..
+    } = s;
+    writers.push(writer);
+    let mut pushers = tokio::task::JoinSet::new();
+    for mut w in writers {
+        let sent = sent.clone();
+        pushers.spawn(async move {
+            let chunk = vec![0x5au8; 64 << 10];
+            let _ = w
+                .send(|o| o.extend_from_slice(&data_header(16 << 20)))
+                .await;
+            for _ in 0..32 {
+                if w.send(|o| o.extend_from_slice(&chunk)).await.is_err() {
+                    break;
+                }
+                if w.flush().await.is_err() {
+                    break;
+                }
+                sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            }
+            // Hold the connection; the receiver must end it.
+            std::future::pending::<()>().await;
+        });
+    }
+    let mut answer = None;
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), reader.read()).await {
+            Err(_) => panic!("the receiver kept a hostile session for 20 s"),
+            Ok(Ok(Some((ty, payload)))) => {
+                if let Ok(Message::Error(e)) = Message::parse(ty, payload) {
+                    answer = Some(e);
+                }
+            }
+            Ok(Ok(None)) | Ok(Err(_)) => break,
+        }
+    }
+    pushers.abort_all();
+    answer
+}
+
+/// Authenticated sessions claiming 16 MiB frames on 17 channels each, against a receiver whose
+/// frame-buffer budget is 32 MiB, while honest sessions start: the receiver's buffers never
+/// exceed the budget, its memory stays near it, every hostile session is ended with an ERROR
+/// that says the memory ran out, and every honest session is delivered byte-identical.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authenticated_large_frames_stay_within_the_buffer_budget() {
+    const BUDGET: u64 = 32 * MIB;
+    const HOSTILE: usize = 4;
+    const HONEST: usize = 4;
+    const IDLE: Duration = Duration::from_secs(3);
+    let rx = Arc::new(
+        TestReceiver::start_with(fast_tempdir(), |c| {
+            c.limits.max_buffer_bytes = BUDGET;
+            c.limits.idle_timeout = IDLE;
+        })
+        .await,
+    );
+    let src = tempfile::tempdir().unwrap();
+    let docs: Vec<(String, Vec<u8>)> = (0..HONEST)
+        .map(|i| {
+            (
+                format!("honest-{i}.txt"),
+                marked_doc(60 + i as u64, 1_500_000, 20).1,
+            )
+        })
+        .collect();
+    let mut cfg = rx.config(Mode::Sieve, 2, 4, Split::Dynamic, BatchSplit::Dynamic);
+    cfg.chunk = 256 << 10;
+    cfg.idle_timeout = Duration::from_secs(30);
+    // Warm up (runtime, TLS, allocator), then the baseline.
+    let warm = write(src.path(), "warm.txt", &docs[0].1);
+    rx.send_ok(&cfg, &[warm]).await;
+    let rss0 = rss();
+    let stats0 = (
+        rx.stats.sessions_completed.load(Ordering::Relaxed),
+        rx.stats.sessions_failed.load(Ordering::Relaxed),
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let rss_peak = Arc::new(AtomicU64::new(rss0));
+    let sampler = {
+        let (stop, rss_peak) = (stop.clone(), rss_peak.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                rss_peak.fetch_max(rss(), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let t0 = Instant::now();
+    let sent = Arc::new(AtomicU64::new(0));
+    let mut hostile = tokio::task::JoinSet::new();
+    for _ in 0..HOSTILE {
+        let (rx, sent) = (rx.clone(), sent.clone());
+        hostile.spawn(async move { hostile_session(&rx, sent).await });
+    }
+    // Honest sessions start once the hostile ones hold the budget.
+    let st = rx.stats.clone();
+    wait_for(
+        "the hostile channels to spend the budget",
+        Duration::from_secs(10),
+        || st.buffer.waits.load(Ordering::Relaxed) >= 8,
+    )
+    .await;
+    let honest_start = t0.elapsed();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut honest = tokio::task::JoinSet::new();
+    for (name, doc) in docs.clone() {
+        let f = write(src.path(), &name, &doc);
+        let (rx, cfg) = (rx.clone(), cfg.clone());
+        honest.spawn(async move {
+            let t = Instant::now();
+            rx.send_ok(&cfg, &[f]).await;
+            rx.assert_received(&name, &doc);
+            t.elapsed()
+        });
+    }
+    let mut answers = Vec::new();
+    while let Some(r) = hostile.join_next().await {
+        answers.push(r.expect("a hostile session task panicked"));
+    }
+    let hostile_end = t0.elapsed();
+    let mut honest_times = Vec::new();
+    while let Some(r) = honest.join_next().await {
+        honest_times.push(r.expect("an honest session failed"));
+    }
+    // The receiver serves as before afterwards.
+    let after = write(src.path(), "after.txt", &docs[1].1);
+    rx.send_ok(&cfg, &[after]).await;
+    rx.assert_received("after.txt", &docs[1].1);
+    wait_for("every session to end", Duration::from_secs(20), || {
+        st.sessions_started.load(Ordering::Relaxed)
+            == st.sessions_completed.load(Ordering::Relaxed)
+                + st.sessions_failed.load(Ordering::Relaxed)
+    })
+    .await;
+    stop.store(true, Ordering::Relaxed);
+    sampler.await.unwrap();
+    rx.assert_no_partials_soon().await;
+
+    let b = &st.buffer;
+    let peak = b.peak_bytes.load(Ordering::Relaxed);
+    let grew = rss_peak.load(Ordering::Relaxed).saturating_sub(rss0);
+    let max_honest = honest_times.iter().max().copied().unwrap_or_default();
+    eprintln!(
+        "buffers: {HOSTILE} hostile sessions × 17 channels announced 16 MiB frames ({} MiB \
+         claimed) and sent {} MiB; budget {} MiB: peak held {} MiB, waits {}, waits given up {}, \
+         sessions ended for memory {} (told so: {}); hostile sessions ended after {:.1} s; {HONEST} honest \
+         sessions started at {:.1} s, all delivered, slowest {:.1} s; resident memory {} -> peak \
+         {} MiB (+{} MiB)",
+        HOSTILE * 17 * 16,
+        sent.load(Ordering::Relaxed) >> 20,
+        BUDGET >> 20,
+        peak >> 20,
+        b.waits.load(Ordering::Relaxed),
+        b.exhausted.load(Ordering::Relaxed),
+        st.buffer_refusals.load(Ordering::Relaxed),
+        answers.iter().flatten().count(),
+        hostile_end.as_secs_f64(),
+        honest_start.as_secs_f64(),
+        max_honest.as_secs_f64(),
+        rss0 >> 20,
+        rss_peak.load(Ordering::Relaxed) >> 20,
+        grew >> 20,
+    );
+    assert!(peak <= BUDGET, "frame buffers reached {peak} bytes");
+    assert!(
+        peak >= BUDGET - 2 * MIB,
+        "the hostile sessions never spent the budget (peak {peak})"
+    );
+    // A session still starved when its idle timeout comes is told why. The last one may find
+    // memory once the others are gone, and then ends as merely idle.
+    let told = answers.iter().flatten().count();
+    assert!(
+        told >= HOSTILE - 1,
+        "only {told} of {HOSTILE} hostile sessions were told that memory ran out"
+    );
+    for e in answers.iter().flatten() {
+        assert_eq!(e.code, message::Error::LIMIT, "{e:?}");
+        assert!(
+            e.message.contains("no memory free for frame buffers")
+                && e.message.contains("--max-buffer-memory"),
+            "{}",
+            e.message
+        );
+    }
+    assert_eq!(
+        st.buffer_refusals.load(Ordering::Relaxed),
+        told as u64,
+        "sessions ended for lack of memory and ERRORs sent differ"
+    );
+    assert_eq!(
+        st.sessions_failed.load(Ordering::Relaxed) - stats0.1,
+        HOSTILE as u64
+    );
+    assert_eq!(
+        st.sessions_completed.load(Ordering::Relaxed) - stats0.0,
+        HONEST as u64 + 1
+    );
+    assert_eq!(b.bytes.load(Ordering::Relaxed) % 1024, 0);
+    // Only the idle channels' small buffers remain: none of the sessions is open any more.
+    assert_eq!(
+        b.bytes.load(Ordering::Relaxed),
+        0,
+        "frame buffers not given back"
+    );
+    // Before buffers grew with the bytes, each header cost 16 MiB at once: 1 GiB here.
+    assert!(
+        grew < BUDGET + 96 * MIB,
+        "resident memory grew by {} MiB with a {} MiB budget",
+        grew >> 20,
+        BUDGET >> 20
+    );
+}
