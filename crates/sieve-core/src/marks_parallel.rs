@@ -28,6 +28,22 @@ pub fn parse_parallel(
     threads: usize,
     min_part: usize,
 ) -> Result<ParsedMarks, MarkError> {
+    parse_parallel_releasing(cfg, input, threads, min_part, &|_| {})
+}
+
+/// Bytes each thread parses between calls of `done`.
+const STEP: usize = 8 << 20;
+
+/// [`parse_parallel`], calling `done` with every range of `input` (about 8 MiB) once it has
+/// been parsed, from the thread that parsed it; a caller with a mapped file uses it to drop the
+/// pages it will not need again soon, so that scanning a large file does not fill its memory.
+pub fn parse_parallel_releasing(
+    cfg: &MarkConfig,
+    input: &[u8],
+    threads: usize,
+    min_part: usize,
+    done: &(dyn Fn(std::ops::Range<usize>) + Sync),
+) -> Result<ParsedMarks, MarkError> {
     cfg.validate()?;
     let cuts = cuts(cfg, input, threads, min_part.max(1));
     let bounds: Vec<(usize, usize)> = std::iter::once(0)
@@ -37,9 +53,9 @@ pub fn parse_parallel(
     let results: Vec<Result<ParsedMarks, MarkError>> = std::thread::scope(|s| {
         let handles: Vec<_> = bounds[1..]
             .iter()
-            .map(|&(a, b)| s.spawn(move || parse_part(cfg, input, a, b)))
+            .map(|&(a, b)| s.spawn(move || parse_part(cfg, input, a, b, done)))
             .collect();
-        let first = parse_part(cfg, input, bounds[0].0, bounds[0].1);
+        let first = parse_part(cfg, input, bounds[0].0, bounds[0].1, done);
         std::iter::once(first)
             .chain(handles.into_iter().map(|h| {
                 h.join()
@@ -70,11 +86,18 @@ fn parse_part(
     input: &[u8],
     a: usize,
     b: usize,
+    done: &(dyn Fn(std::ops::Range<usize>) + Sync),
 ) -> Result<ParsedMarks, MarkError> {
     let mut parser = MarkParser::starting_at(cfg.clone(), a as u64)?;
     let mut col = Collector::default();
     let mut sink = |ev: Event<'_>| col.event(ev);
-    parser.feed(&input[a..b], &mut sink)?;
+    let mut at = a;
+    while at < b {
+        let end = (at + STEP).min(b);
+        parser.feed(&input[at..end], &mut sink)?;
+        done(at..end);
+        at = end;
+    }
     parser.finish(&mut sink)?;
     Ok(col.finish())
 }
@@ -130,6 +153,28 @@ mod tests {
             assert!(doc[..cut].ends_with(b"<$E>"));
         }
         assert_eq!(parse_parallel(&cfg, &doc, 4, 64), parse_all(&cfg, &doc));
+    }
+
+    #[test]
+    fn every_byte_is_reported_parsed_exactly_once() {
+        let cfg = MarkConfig::default();
+        let doc: Vec<u8> = (0..1_200_000)
+            .flat_map(|i| format!("t{i} <$S>s{i}<$E> ").into_bytes())
+            .collect();
+        assert!(doc.len() > 2 * STEP);
+        let seen = std::sync::Mutex::new(Vec::new());
+        let got =
+            parse_parallel_releasing(&cfg, &doc, 3, STEP / 2, &|r| seen.lock().unwrap().push(r));
+        assert_eq!(got, parse_all(&cfg, &doc));
+        let mut seen = seen.into_inner().unwrap();
+        assert!(seen.len() > 3);
+        seen.sort_by_key(|r| r.start);
+        let mut next = 0;
+        for r in seen {
+            assert_eq!(r.start, next);
+            next = r.end;
+        }
+        assert_eq!(next, doc.len());
     }
 
     #[test]

@@ -388,6 +388,8 @@ impl Shared {
         counter: Arc<AtomicU64>,
     ) -> Result<()> {
         let mut buf = vec![0u8; self.chunk];
+        // Mapped bytes this channel has sent since it last released pages: (document, raw range).
+        let mut sent: Option<(usize, std::ops::Range<u64>)> = None;
         while let Some(piece) = self.work[kind.index()].next(idx) {
             if let Some(need) = piece.doc.checked_sub(MAX_UNACKED_DOCS) {
                 // The receiver holds a file open per document in progress: start this one only
@@ -436,6 +438,30 @@ impl Shared {
                         c.data(piece.doc, off, bytes).await?;
                     }
                 }
+                if let Some(at) = frame.at {
+                    // The bytes are in the kernel (or our buffer) now: let the pages go every
+                    // few MiB, so that resident memory stays small whatever the document size.
+                    let doc = piece.doc as usize;
+                    match &mut sent {
+                        Some((d, r)) if *d == doc => {
+                            r.start = r.start.min(at);
+                            r.end = r.end.max(at + n as u64);
+                        }
+                        _ => {
+                            if let Some((d, r)) = sent.take() {
+                                self.sources[d].release(r);
+                            }
+                            sent = Some((doc, at..at + n as u64));
+                        }
+                    }
+                    if let Some((d, r)) = sent
+                        .as_mut()
+                        .filter(|(_, r)| r.end - r.start >= RELEASE_EVERY)
+                    {
+                        self.sources[*d].release(r.clone());
+                        r.start = r.end;
+                    }
+                }
                 counter.fetch_add(n as u64, Ordering::Relaxed);
                 off += n as u64;
                 let left = self.remaining[piece.doc as usize].fetch_sub(n as u64, Ordering::AcqRel)
@@ -452,6 +478,9 @@ impl Shared {
                 }
             }
         }
+        if let Some((d, r)) = sent {
+            self.sources[d].release(r);
+        }
         match w.as_mut() {
             Some(w) => {
                 w.flush().await?;
@@ -462,6 +491,9 @@ impl Shared {
         Ok(())
     }
 }
+
+/// How many mapped bytes a channel sends between releases of their pages.
+const RELEASE_EVERY: u64 = 8 << 20;
 
 /// Send `files` in one session.
 pub async fn send(

@@ -21,9 +21,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use memmap2::{Advice, Mmap};
+use memmap2::{Advice, Mmap, UncheckedAdvice};
 use sieve_core::marks::{Collector, Event, Extent, MarkConfig, MarkError, MarkParser, ParsedMarks};
-use sieve_core::marks_parallel::parse_parallel;
+use sieve_core::marks_parallel::parse_parallel_releasing;
 use sieve_core::sieve::Placement;
 use sieve_core::{ranges_file, Kind, Layout};
 
@@ -100,7 +100,9 @@ impl Source {
                 let parsed = match &map {
                     Some(m) => {
                         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-                        parse_parallel(cfg, m, threads, PARALLEL_MARKS_PART)
+                        parse_parallel_releasing(cfg, m, threads, PARALLEL_MARKS_PART, &|r| {
+                            release(m, r)
+                        })
                     }
                     None => parse_by_reading(&mut file, cfg, path)?,
                 }
@@ -202,6 +204,18 @@ impl Source {
         self.map.is_some()
     }
 
+    /// Drop the mapped pages of the file's bytes `raw` from this process (see [`release`]); a
+    /// no-op without a mapping.
+    pub fn release(&self, raw: std::ops::Range<u64>) {
+        if let (Some(map), Ok(a), Ok(b)) = (
+            &self.map,
+            usize::try_from(raw.start),
+            usize::try_from(raw.end),
+        ) {
+            release(map, a..b.min(map.len()));
+        }
+    }
+
     /// The open file (for `sendfile`).
     pub fn file(&self) -> &File {
         &self.file
@@ -277,6 +291,25 @@ fn parse_by_reading(
         }
     }
     Ok(parser.finish(&mut sink).map(|()| col.finish()))
+}
+
+/// Drop the pages of `range` from this process's page tables once they have been used.
+///
+/// The page cache keeps them; the next access (if any) maps them again. Without this, the
+/// sender's resident memory would grow to the size of the document while it is scanned and sent,
+/// though it holds no private copy of it.
+fn release(map: &Mmap, range: std::ops::Range<usize>) {
+    if range.is_empty() {
+        return;
+    }
+    // SAFETY: `MADV_DONTNEED` is unchecked advice because on a private mapping it discards the
+    // process's own modifications. This mapping is shared and read-only (`Mmap::map`), so there
+    // are none: the next read of any byte of the range, by any thread, faults the same page back
+    // in from the page cache and sees the same contents (the caveat of `map_file` about other
+    // processes changing the file is unchanged). No reference is invalidated: the address range
+    // stays mapped; only its page-table entries are dropped. Advice that fails changes nothing.
+    let _ =
+        unsafe { map.unchecked_advise_range(UncheckedAdvice::DontNeed, range.start, range.len()) };
 }
 
 /// Map `file` read-only, or `None` if the kernel refuses (the caller then reads instead).

@@ -379,9 +379,24 @@ async fn authenticated_large_frames_stay_within_the_buffer_budget() {
     let mut cfg = rx.config(Mode::Sieve, 2, 4, Split::Dynamic, BatchSplit::Dynamic);
     cfg.chunk = 256 << 10;
     cfg.idle_timeout = Duration::from_secs(30);
+    // Senders that read instead of mapping: mapped documents would count in this process's
+    // resident memory, which here should measure the receiver's buffers.
+    cfg.mmap = false;
     // Warm up (runtime, TLS, allocator), then the baseline.
     let warm = write(src.path(), "warm.txt", &docs[0].1);
     rx.send_ok(&cfg, &[warm]).await;
+    // The sender returns on the ACK; the receiver counts the session once it has ended.
+    let st0 = rx.stats.clone();
+    wait_for(
+        "the warm-up session to end",
+        Duration::from_secs(20),
+        || {
+            st0.sessions_started.load(Ordering::Relaxed)
+                == st0.sessions_completed.load(Ordering::Relaxed)
+                    + st0.sessions_failed.load(Ordering::Relaxed)
+        },
+    )
+    .await;
     let rss0 = rss();
     let stats0 = (
         rx.stats.sessions_completed.load(Ordering::Relaxed),
@@ -510,15 +525,26 @@ async fn authenticated_large_frames_stay_within_the_buffer_budget() {
         HONEST as u64 + 1
     );
     assert_eq!(b.bytes.load(Ordering::Relaxed) % 1024, 0);
-    // Only the idle channels' small buffers remain: none of the sessions is open any more.
+    // Only the idle channels' small buffers remain: none of the sessions is open any more. A
+    // session is counted as ended before its channel tasks have dropped their readers.
+    let held = &b.bytes;
+    wait_for(
+        "every frame buffer to be given back",
+        Duration::from_secs(10),
+        || held.load(Ordering::Relaxed) == 0,
+    )
+    .await;
     assert_eq!(
         b.bytes.load(Ordering::Relaxed),
         0,
         "frame buffers not given back"
     );
-    // Before buffers grew with the bytes, each header cost 16 MiB at once: 1 GiB here.
+    // Before buffers grew with the bytes, each header cost 16 MiB at once: 1 GiB here. This
+    // process also holds every client's buffers, and the allocator's per-thread arenas keep
+    // freed memory (a release build, faster, ends with more of it: 128-144 MiB over five runs),
+    // so the bound is loose; the exact bound is the receiver's accounting, checked above.
     assert!(
-        grew < BUDGET + 96 * MIB,
+        grew < 256 * MIB,
         "resident memory grew by {} MiB with a {} MiB budget",
         grew >> 20,
         BUDGET >> 20
