@@ -26,6 +26,13 @@ pub enum LabCommand {
         #[arg(long, default_value = "results")]
         out: PathBuf,
     },
+    /// Rewrite <OUT>/README.md, the one-page summary, from the reports present in <OUT> (done
+    /// at the end of every `run`; useful after copying in results of single experiments).
+    Summary {
+        /// The results folder.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+    },
 }
 
 pub fn run(args: &Args) -> Result<bool> {
@@ -34,6 +41,12 @@ pub fn run(args: &Args) -> Result<bool> {
             for e in sieve_lab::experiments::all() {
                 println!("{:<16} {}", e.id, e.title);
             }
+            Ok(true)
+        }
+        LabCommand::Summary { out } => {
+            sieve_lab::summary::write(out)
+                .with_context(|| format!("cannot write {}", out.join("README.md").display()))?;
+            eprintln!("{} written", out.join("README.md").display());
             Ok(true)
         }
         LabCommand::Run { ids, quick, out } => {

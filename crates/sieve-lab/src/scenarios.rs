@@ -135,7 +135,7 @@ pub fn f5_5(ctx: &mut Ctx, dir: &Path) -> Result<String> {
         })
         .collect();
     let mut body = format!(
-        "Sender and receiver in two network namespaces joined by a veth pair shaped with `tc` ({} Mbit/s, {} ms and {} Mbit/s, {} ms one way); 'power saving' puts the sender in a cgroup limited to 80 % of one core (the thesis measured its power-saving client about 20 % slower), 'slow client' to 25 %. x = 1 MB, N = M = 1, {reps} alternating rounds.\n\n",
+        "Sender and receiver in two network namespaces joined by a veth pair shaped with `tc` to {} Mbit/s (one-way delay {} ms) and {} Mbit/s ({} ms) (delays only where the kernel has `netem`, see below); 'power saving' puts the sender in a cgroup limited to 80 % of one core (the thesis measured its power-saving client about 20 % slower), 'slow client' to 25 %. x = 1 MB, N = M = 1, {reps} alternating rounds.\n\n",
         WIRED.rate_mbit, WIRED.delay_ms, WIFI.rate_mbit, WIFI.delay_ms
     );
     if let Err(why) = cg {
