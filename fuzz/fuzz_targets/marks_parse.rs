@@ -3,11 +3,13 @@
 //! Byte 0 is the split position (scaled over the input), byte 1 picks a configuration; the rest
 //! is the document. Feeding it in two chunks, and one byte at a time, must give exactly what
 //! `parse_all` gives (the same `ParsedMarks`, or the same error), and every content event must be
-//! a verbatim slice of the input at the offset it reports.
+//! a verbatim slice of the input at the offset it reports. The parallel parse
+//! (`marks_parallel`) must agree too.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sieve_core::marks::{self, Collector, Event, MarkConfig, MarkError, MarkParser, ParsedMarks};
+use sieve_core::marks_parallel::parse_parallel;
 
 fuzz_target!(|data: &[u8]| {
     let [split, sel, input @ ..] = data else {
@@ -25,6 +27,16 @@ fuzz_target!(|data: &[u8]| {
 
     let bytes: Vec<&[u8]> = input.chunks(1).collect();
     assert_eq!(chunked(&cfg, input, &bytes), whole, "byte by byte");
+
+    // Parts parsed on separate threads, cut after end marks: the same result, errors included.
+    let min_part = 1 + usize::from(*split % 16);
+    for threads in [2, 3] {
+        assert_eq!(
+            parse_parallel(&cfg, input, threads, min_part),
+            whole,
+            "{threads} threads, parts of at least {min_part}"
+        );
+    }
 
     if let Ok(parsed) = &whole {
         let content: u64 = parsed.extents.iter().map(|e| e.len).sum();

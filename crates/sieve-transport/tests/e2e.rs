@@ -866,3 +866,53 @@ async fn large_document_with_parallel_marks_pass() {
         rx.assert_received(&name, &marked);
     }
 }
+
+/// Cleartext by `sendfile(2)` (used towards other hosts; loopback sessions copy instead, so this
+/// drives the writer directly): header and file bytes arrive as one well-formed frame, between
+/// ordinary frames.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sendfile_frames_carry_the_file_bytes() {
+    use sieve_core::frame::{FrameType, Limits};
+    use sieve_core::message::DataRef;
+    use sieve_transport::conn::{FrameReader, FrameWriter};
+
+    let dir = tempfile::tempdir().unwrap();
+    let content: Vec<u8> = (0..600_000u32).map(|i| (i % 251) as u8).collect();
+    let path = write(dir.path(), "f.bin", &content);
+    let file = std::fs::File::open(&path).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (client, server) = tokio::join!(tokio::net::TcpStream::connect(addr), listener.accept());
+    let (_r, w) = client.unwrap().into_split();
+    let mut writer = FrameWriter::tcp(w);
+    let mut reader = FrameReader::new(
+        Box::new(server.unwrap().0),
+        Limits {
+            max_payload: 1 << 20,
+        },
+    );
+    let sent = tokio::spawn(async move {
+        writer.data(1, 0, b"head").await?;
+        writer
+            .data_from_file(1, 4, &content[1000..501_000], &file, 1000)
+            .await?;
+        writer
+            .data_from_file(2, 0, &content[7..8], &file, 7)
+            .await?;
+        writer.data(2, 1, b"tail").await?;
+        writer.flush().await?;
+        anyhow::Ok(content)
+    });
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        let (ty, payload) = reader.read().await.unwrap().expect("a frame");
+        assert_eq!(ty, FrameType::Data);
+        let d = DataRef::parse(payload).unwrap();
+        got.push((d.doc, d.offset, d.payload.to_vec()));
+    }
+    let content = sent.await.unwrap().unwrap();
+    assert_eq!(got[0], (1, 0, b"head".to_vec()));
+    assert_eq!(got[1], (1, 4, content[1000..501_000].to_vec()));
+    assert_eq!(got[2], (2, 0, content[7..8].to_vec()));
+    assert_eq!(got[3], (2, 1, b"tail".to_vec()));
+}
