@@ -1,5 +1,6 @@
 //! Moving frames over a byte stream (TLS or plain TCP): the only place that reads or writes them.
 
+use std::io::IoSlice;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -388,11 +389,25 @@ impl FrameWriter {
     }
 
     /// Write a data frame without copying the payload.
+    ///
+    /// Header and payload go in one vectored write: written one after the other, a large payload
+    /// bypasses the buffer, so the header would leave alone first, as a tiny TCP segment (or TLS
+    /// record) of its own that wakes the receiver for nothing.
     pub async fn data(&mut self, doc: u32, offset: u64, payload: &[u8]) -> Result<()> {
         let hdr = Data::encode_header(doc, offset, payload.len());
         let w = self.w();
-        w.write_all(&hdr).await.context("sending a data frame")?;
-        w.write_all(payload).await.context("sending a data frame")?;
+        let mut bufs = [IoSlice::new(&hdr), IoSlice::new(payload)];
+        let mut rest = &mut bufs[..];
+        while !rest.is_empty() {
+            let n = w
+                .write_vectored(rest)
+                .await
+                .context("sending a data frame")?;
+            if n == 0 {
+                bail!("sending a data frame: the connection accepts no more bytes");
+            }
+            IoSlice::advance_slices(&mut rest, n);
+        }
         Ok(())
     }
 
