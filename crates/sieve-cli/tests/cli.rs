@@ -4,72 +4,12 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const SIEVE: &str = env!("CARGO_BIN_EXE_sieve");
-
-fn sieve() -> Command {
-    let mut c = Command::new(SIEVE);
-    c.env("NO_COLOR", "1")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null());
-    c
-}
-
-fn run(cmd: &mut Command) -> Output {
-    cmd.output().expect("run sieve")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Remove ANSI colour sequences, in case the log is coloured anyway.
-fn plain_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .expect("list folder")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-fn partials(dir: &Path) -> Vec<String> {
-    names_in(dir)
-        .into_iter()
-        .filter(|n| n.starts_with(".sieve-partial-"))
-        .collect()
-}
+mod common;
+use common::*;
 
 /// `sieve certs --dir root/certs`, then `sieve serve` into `root/out` on ports chosen by the
 /// system (read back from its log). Killed when dropped.

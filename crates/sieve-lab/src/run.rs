@@ -146,33 +146,9 @@ impl Receiver {
     }
 }
 
-/// CPU time of a running process in ms: the sum of its threads' run time from
-/// /proc/PID/task/*/schedstat (nanoseconds), falling back to /proc/PID/stat (10 ms ticks).
+/// CPU time of a running process in ms (see [`sieve_transport::cpu::cpu_time`]).
 pub fn proc_cpu_ms(pid: u32) -> f64 {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .ok()
-        .map(|dir| {
-            dir.filter_map(|e| e.ok())
-                .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
-                .filter_map(|s| {
-                    s.split_whitespace()
-                        .next()
-                        .and_then(|n| n.parse::<u64>().ok())
-                })
-                .sum::<u64>()
-        });
-    if let Some(ns) = tasks.filter(|&ns| ns > 0) {
-        return ns as f64 / 1e6;
-    }
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-        return 0.0;
-    };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let t = |i: usize| f.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
-    (t(11) + t(12)) * 10.0
+    sieve_transport::cpu::cpu_time(Some(pid)).as_secs_f64() * 1e3
 }
 
 fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {

@@ -168,12 +168,5 @@ fn finish(s: SslStream<TcpStream>, resumed: bool) -> Result<Secured> {
         " (INSECURE thesis suite)"
     };
     let cipher = format!("{} {}{insecure}", s.ssl().version_str(), c.name());
-    let (r, w) = tokio::io::split(s);
-    Ok(Secured {
-        read: Box::new(r),
-        write: Box::new(w),
-        exporter,
-        cipher,
-        resumed,
-    })
+    Ok(Secured::new(s, exporter, cipher, resumed))
 }

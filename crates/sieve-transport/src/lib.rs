@@ -5,6 +5,7 @@
 //! moves their results over sockets.
 
 pub mod conn;
+pub mod cpu;
 #[cfg(feature = "insecure-thesis-suites")]
 pub mod legacy_tls;
 pub mod mac;

@@ -35,6 +35,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsConnector;
 
 use crate::conn::{FrameReader, FrameWriter};
+use crate::cpu::cpu_time;
 use crate::mac::PlainMac;
 use crate::source::{Classify, Source};
 use crate::tls::{LegacyConnector, Secured};
@@ -222,36 +223,6 @@ impl std::fmt::Display for Undelivered {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// CPU time (user + system) of this process so far.
-///
-/// Summed over the threads' scheduler statistics (nanoseconds of run time, /proc/self/task/*/
-/// schedstat); /proc/self/stat's 10 ms ticks are too coarse for transfers of a few milliseconds.
-pub fn process_cpu() -> Duration {
-    let from_tasks = std::fs::read_dir("/proc/self/task").ok().map(|dir| {
-        dir.filter_map(|e| e.ok())
-            .filter_map(|e| std::fs::read_to_string(e.path().join("schedstat")).ok())
-            .filter_map(|s| {
-                s.split_whitespace()
-                    .next()
-                    .and_then(|n| n.parse::<u64>().ok())
-            })
-            .sum::<u64>()
-    });
-    if let Some(ns) = from_tasks.filter(|&ns| ns > 0) {
-        return Duration::from_nanos(ns);
-    }
-    // /proc/self/stat fields 14 and 15 are utime and stime in clock ticks (USER_HZ, 100 on Linux).
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return Duration::ZERO;
-    };
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-        return Duration::ZERO;
-    };
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
-    Duration::from_millis((tick(11) + tick(12)) * 10)
 }
 
 async fn tls_connect(
@@ -504,7 +475,7 @@ pub async fn send(
     if files.is_empty() {
         bail!("no files to send");
     }
-    let cpu0 = process_cpu();
+    let cpu0 = cpu_time(None);
     let secure_only = cfg.mode == Mode::SecureOnly;
     let n_secure = cfg.secure_channels.clamp(1, 16);
     let n_plain = if secure_only {
@@ -892,7 +863,7 @@ pub async fn send(
         }
         report.documents.push(d);
     }
-    report.cpu_ms = ms(process_cpu().saturating_sub(cpu0));
+    report.cpu_ms = ms(cpu_time(None).saturating_sub(cpu0));
     Ok(report)
 }
 

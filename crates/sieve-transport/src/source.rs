@@ -178,10 +178,7 @@ impl Source {
                 first.get_or_insert((content, len));
             })?;
         let (content, len) = first.context("internal error: an empty frame was asked for")?;
-        let i = self
-            .content_starts
-            .partition_point(|&s| s <= content)
-            .saturating_sub(1);
+        let i = self.run_of(content);
         let e = self
             .extents
             .get(i)
@@ -237,11 +234,15 @@ impl Source {
         err.map_or(Ok(()), Err)
     }
 
-    fn read_content(&self, mut content: u64, mut buf: &mut [u8]) -> Result<()> {
-        let mut i = self
-            .content_starts
+    /// Index of the content run holding content offset `content`.
+    fn run_of(&self, content: u64) -> usize {
+        self.content_starts
             .partition_point(|&s| s <= content)
-            .saturating_sub(1);
+            .saturating_sub(1)
+    }
+
+    fn read_content(&self, mut content: u64, mut buf: &mut [u8]) -> Result<()> {
+        let mut i = self.run_of(content);
         while !buf.is_empty() {
             let e = self
                 .extents

@@ -187,37 +187,43 @@ pub struct Secured {
 impl Secured {
     /// A rustls client connection.
     pub fn from_client(tls: tokio_rustls::client::TlsStream<TcpStream>) -> Result<Secured> {
-        let conn = tls.get_ref().1;
-        let resumed = conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
-        let mut exporter = [0u8; 32];
-        conn.export_keying_material(&mut exporter, EXPORTER_LABEL, None)?;
-        let cipher = suite_name(conn.negotiated_cipher_suite());
-        let (r, w) = tokio::io::split(tls);
-        Ok(Secured {
-            read: Box::new(r),
-            write: Box::new(w),
-            exporter,
-            cipher,
-            resumed,
-        })
+        let (exporter, cipher, resumed) = negotiated(&**tls.get_ref().1)?;
+        Ok(Secured::new(tls, exporter, cipher, resumed))
     }
 
     /// A rustls server connection.
     pub fn from_server(tls: tokio_rustls::server::TlsStream<TcpStream>) -> Result<Secured> {
-        let conn = tls.get_ref().1;
-        let resumed = conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
-        let mut exporter = [0u8; 32];
-        conn.export_keying_material(&mut exporter, EXPORTER_LABEL, None)?;
-        let cipher = suite_name(conn.negotiated_cipher_suite());
-        let (r, w) = tokio::io::split(tls);
-        Ok(Secured {
+        let (exporter, cipher, resumed) = negotiated(&**tls.get_ref().1)?;
+        Ok(Secured::new(tls, exporter, cipher, resumed))
+    }
+
+    /// Split a stream whose handshake is done into boxed halves.
+    pub(crate) fn new<S>(stream: S, exporter: [u8; 32], cipher: String, resumed: bool) -> Secured
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+    {
+        let (r, w) = tokio::io::split(stream);
+        Secured {
             read: Box::new(r),
             write: Box::new(w),
             exporter,
             cipher,
             resumed,
-        })
+        }
     }
+}
+
+/// What a finished rustls handshake gives a channel: the exported keying material, the
+/// suite's name and whether the session was resumed.
+fn negotiated<D>(conn: &rustls::ConnectionCommon<D>) -> Result<([u8; 32], String, bool)> {
+    let mut exporter = [0u8; 32];
+    conn.export_keying_material(&mut exporter, EXPORTER_LABEL, None)?;
+    let resumed = conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+    Ok((
+        exporter,
+        suite_name(conn.negotiated_cipher_suite()),
+        resumed,
+    ))
 }
 
 /// How a receiver makes its secure channels.

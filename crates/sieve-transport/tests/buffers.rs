@@ -22,17 +22,6 @@ use tokio::io::AsyncWriteExt;
 
 const MIB: u64 = 1 << 20;
 
-/// Resident memory of this process, in bytes.
-fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        * 1024
-}
-
 fn data_header(len: u32) -> [u8; frame::HEADER_LEN] {
     frame::encode_header(FrameType::Data, len)
 }

@@ -34,23 +34,6 @@ const IDLE: Duration = Duration::from_secs(3);
 /// How long the receiver may take to drop a connection it should drop.
 const DROP_WITHIN: Duration = Duration::from_secs(5);
 
-/// Resident memory of this process, in bytes.
-fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        * 1024
-}
-
-fn fd_count() -> usize {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
-        .unwrap_or(0)
-}
-
 async fn tls_client(rx: &TestReceiver) -> TlsStream<TcpStream> {
     let tcp = TcpStream::connect(rx.addr).await.expect("connect");
     TlsConnector::from(rx.certs.client())
@@ -166,12 +149,12 @@ async fn hostile_peers_on_both_ports() {
     };
 
     // Peak descriptors while the attack runs.
-    let peak = Arc::new(AtomicU64::new(fd0 as u64));
+    let peak = Arc::new(AtomicU64::new(fd0));
     let sampler = {
         let (peak, stop) = (peak.clone(), stop.clone());
         tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
-                peak.fetch_max(fd_count() as u64, Ordering::Relaxed);
+                peak.fetch_max(fd_count(), Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         })

@@ -26,22 +26,6 @@ fn env(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .unwrap_or(0)
-        * 1024
-}
-
-fn fd_count() -> u64 {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count() as u64)
-        .unwrap_or(0)
-}
-
 /// Document `d` of sender `s` in round `round`: a unique first line, then text with one or two
 /// classified ranges; sizes spread log-uniformly from a few bytes to ~200 KB.
 fn document(base: &[u8], round: u64, s: u64, d: u64) -> (String, Vec<u8>) {

@@ -641,3 +641,21 @@ pub fn safe_binary(seed: u64, len: usize) -> Vec<u8> {
     }
     v
 }
+
+/// Resident memory of this process, in bytes.
+pub fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        * 1024
+}
+
+/// File descriptors this process holds open.
+pub fn fd_count() -> u64 {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count() as u64)
+        .unwrap_or(0)
+}
