@@ -1,11 +1,8 @@
 //! Tests that run the real `sieve` binary: the command-line contract (DESIGN.md §7), a sender
 //! killed mid-transfer, badly marked files, and TLS as seen by OpenSSL.
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
@@ -15,11 +12,8 @@ use common::*;
 /// system (read back from its log). Killed when dropped.
 struct Server {
     root: tempfile::TempDir,
-    certs: PathBuf,
     out: PathBuf,
-    addr: SocketAddr,
-    child: Child,
-    log: Arc<Mutex<String>>,
+    rx: common::Server,
 }
 
 impl Server {
@@ -30,99 +24,24 @@ impl Server {
     /// Start with extra arguments for `sieve serve`.
     fn start_with(extra: &[&str]) -> Server {
         let root = tempfile::tempdir().unwrap();
-        let certs = root.path().join("certs");
+        let certs = certs(root.path());
         let out = root.path().join("out");
         std::fs::create_dir(&out).unwrap();
-        let o = run(sieve().args(["certs", "--dir"]).arg(&certs));
-        assert!(o.status.success(), "sieve certs: {}", text(&o.stderr));
-        for f in ["ca.pem", "server.pem", "server.key"] {
-            assert!(certs.join(f).is_file(), "sieve certs wrote no {f}");
-        }
-        let mut child = sieve()
-            .args(["serve", "--dir"])
-            .arg(&out)
-            .arg("--cert")
-            .arg(certs.join("server.pem"))
-            .arg("--key")
-            .arg(certs.join("server.key"))
-            .args(["--listen", "127.0.0.1:0", "--plain-listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start sieve serve");
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        let l = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let line = plain_text(&line);
-                if line.contains("receiver listening") {
-                    let addr = line
-                        .split_whitespace()
-                        .find_map(|w| w.strip_prefix("tls="))
-                        .map(str::to_string);
-                    let _ = tx.send(addr);
-                }
-                let mut l = l.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(20))
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| {
-                panic!(
-                    "sieve serve did not say where it listens:\n{}",
-                    log.lock().unwrap()
-                )
-            });
-        Server {
-            addr: addr.parse().expect("a socket address"),
-            root,
-            certs,
-            out,
-            child,
-            log,
-        }
-    }
-
-    fn ca(&self) -> PathBuf {
-        self.certs.join("ca.pem")
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    /// `sieve send --to ADDR --ca CA ARGS...`
-    fn send(&self) -> Command {
-        let mut c = sieve();
-        c.arg("send")
-            .arg("--to")
-            .arg(self.addr.to_string())
-            .arg("--ca")
-            .arg(self.ca());
-        c
-    }
-
-    fn assert_running(&mut self) {
-        assert!(
-            self.child.try_wait().unwrap().is_none(),
-            "sieve serve exited:\n{}",
-            self.log()
-        );
+        let rx = common::Server::start(&certs, &out, None, extra);
+        Server { root, out, rx }
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl std::ops::Deref for Server {
+    type Target = common::Server;
+    fn deref(&self) -> &common::Server {
+        &self.rx
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut common::Server {
+        &mut self.rx
     }
 }
 

@@ -12,12 +12,12 @@
 //! `SIEVE_SOAK_SECS` seconds of rounds of concurrent `sieve send` processes.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sieve_core::frame::{encode_header, FrameType};
@@ -138,168 +138,6 @@ fn fd_count(pid: u32) -> u64 {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|d| d.count() as u64)
         .unwrap_or(0)
-}
-
-fn certs(root: &Path) -> PathBuf {
-    let certs = root.join("certs");
-    let o = sieve()
-        .args(["certs", "--dir"])
-        .arg(&certs)
-        .output()
-        .expect("run sieve certs");
-    assert!(o.status.success(), "sieve certs: {}", text(&o.stderr));
-    certs
-}
-
-/// A `sieve serve` process on ports chosen by the system (read back from its log). Killed when
-/// dropped.
-struct Server {
-    certs: PathBuf,
-    addr: SocketAddr,
-    plain: SocketAddr,
-    child: Child,
-    log: Arc<Mutex<String>>,
-}
-
-impl Server {
-    /// `nofile`: run it under `ulimit -n NOFILE`.
-    fn start(certs: &Path, out: &Path, nofile: Option<u64>, extra: &[&str]) -> Server {
-        Server::start_env(certs, out, nofile, extra, &[])
-    }
-
-    fn start_env(
-        certs: &Path,
-        out: &Path,
-        nofile: Option<u64>,
-        extra: &[&str],
-        env: &[(&str, &str)],
-    ) -> Server {
-        let mut cmd = match nofile {
-            Some(n) => {
-                let mut c = Command::new("sh");
-                c.arg("-c")
-                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
-                    .arg(SIEVE)
-                    .env("NO_COLOR", "1")
-                    .env_remove("RUST_LOG")
-                    .stdin(Stdio::null());
-                c
-            }
-            None => sieve(),
-        };
-        let mut child = cmd
-            .args(["serve", "--dir"])
-            .arg(out)
-            .arg("--cert")
-            .arg(certs.join("server.pem"))
-            .arg("--key")
-            .arg(certs.join("server.key"))
-            .args(["--listen", "127.0.0.1:0", "--plain-listen", "127.0.0.1:0"])
-            .args(extra)
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start sieve serve");
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let stderr = child.stderr.take().expect("piped stderr");
-        let l = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let line = plain_text(&line);
-                if line.contains("receiver listening") {
-                    let field = |k: &str| {
-                        line.split_whitespace()
-                            .find_map(|w| w.strip_prefix(k))
-                            .and_then(|a| a.parse::<SocketAddr>().ok())
-                    };
-                    let _ = tx.send(field("tls=").zip(field("plain=")));
-                }
-                let mut l = l.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
-        let (addr, plain) = rx
-            .recv_timeout(Duration::from_secs(20))
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| {
-                panic!(
-                    "sieve serve did not say where it listens:\n{}",
-                    log.lock().unwrap()
-                )
-            });
-        Server {
-            certs: certs.to_path_buf(),
-            addr,
-            plain,
-            child,
-            log,
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    /// Every session the receiver started has ended (finished or failed).
-    fn sessions_settled(&self) -> bool {
-        let log = self.log();
-        log.matches("session started").count()
-            == log.matches("session finished").count() + log.matches("session failed").count()
-    }
-
-    /// `sieve send --to ADDR --ca CA ARGS...`
-    fn send(&self) -> Command {
-        let mut c = sieve();
-        c.arg("send")
-            .arg("--to")
-            .arg(self.addr.to_string())
-            .arg("--ca")
-            .arg(self.certs.join("ca.pem"));
-        c
-    }
-
-    fn send_ok(&self, files: &[PathBuf]) {
-        let o = self
-            .send()
-            .args(["-n", "2", "-m", "2"])
-            .args(files)
-            .output()
-            .expect("run sieve send");
-        assert!(
-            o.status.success(),
-            "sieve send failed: {}\nreceiver log:\n{}",
-            text(&o.stderr),
-            self.log()
-        );
-    }
-
-    fn assert_running(&mut self) {
-        assert!(
-            self.child.try_wait().expect("query sieve serve").is_none(),
-            "sieve serve exited:\n{}",
-            self.log()
-        );
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 /// Wait for `child` to exit, at most `limit`.
