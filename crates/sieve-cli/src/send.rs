@@ -80,7 +80,9 @@ pub struct Args {
     /// Bytes per data frame and per dynamic chunk.
     #[arg(long, default_value = "256KiB", value_parser = sieve_core::gen::parse_size)]
     pub chunk: u64,
-    /// Seconds without progress before giving up.
+    /// Seconds without progress before giving up. Progress is a byte written to a channel, a
+    /// byte of the channels' socket queues taken by the receiver, or an acknowledgement, so a
+    /// slow link is not mistaken for a dead one.
     #[arg(long, default_value_t = 60)]
     pub idle_timeout: u64,
     /// Laboratory only: sleep this many milliseconds per MB of classified data before sending,

@@ -41,7 +41,8 @@ pub struct Args {
     /// Largest document accepted (e.g. 100GiB).
     #[arg(long, default_value = "1TiB", value_parser = parse_size_arg)]
     pub max_doc_size: u64,
-    /// Seconds a session may stay silent before it is dropped.
+    /// Seconds a session may stay silent before it is dropped: no byte on any of its channels,
+    /// not even part of a frame.
     #[arg(long, default_value_t = 60)]
     pub idle_timeout: u64,
     /// Seconds allowed for a TLS handshake and the first frame.

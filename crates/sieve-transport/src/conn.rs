@@ -110,6 +110,40 @@ impl BufferExhausted {
     }
 }
 
+/// When any of a group of readers (the channels of one session) last took a byte from its stream.
+///
+/// Idle checks ask this rather than whether whole frames arrived: on a link slower than one
+/// frame per idle timeout, bytes still trickle in and the session is alive.
+#[derive(Debug, Clone)]
+pub struct Activity {
+    since: Instant,
+    /// Milliseconds after `since` of the last byte.
+    last_ms: Arc<AtomicU64>,
+}
+
+impl Default for Activity {
+    fn default() -> Self {
+        Activity {
+            since: Instant::now(),
+            last_ms: Arc::new(AtomicU64::new(0)),
+        }
+    }
+}
+
+impl Activity {
+    /// Something happened now.
+    pub fn touch(&self) {
+        let now = self.since.elapsed().as_millis() as u64;
+        self.last_ms.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// How long since the last byte (or [`Activity::touch`]).
+    pub fn idle_for(&self) -> Duration {
+        let now = self.since.elapsed().as_millis() as u64;
+        Duration::from_millis(now.saturating_sub(self.last_ms.load(Ordering::Relaxed)))
+    }
+}
+
 /// Reads whole frames; the payload buffer is reused, and never grows past the limit.
 ///
 /// The buffer grows as a frame's bytes arrive (by at most [`GROW_STEP`] at a time), not to the
@@ -135,6 +169,8 @@ pub struct FrameReader {
     waiting_since: Option<Instant>,
     /// Counts this reader while it waits (see [`FrameReader::count_waits_in`]).
     waiters: Option<Arc<AtomicU64>>,
+    /// Told of every byte read (see [`FrameReader::report_activity_to`]).
+    activity: Option<Activity>,
 }
 
 impl FrameReader {
@@ -151,6 +187,18 @@ impl FrameReader {
             held_kib: 0,
             waiting_since: None,
             waiters: None,
+            activity: None,
+        }
+    }
+
+    /// Touch `activity` whenever bytes arrive, whole frames or not (a session's idle check).
+    pub fn report_activity_to(&mut self, activity: Activity) {
+        self.activity = Some(activity);
+    }
+
+    fn heard(&self) {
+        if let Some(a) = &self.activity {
+            a.touch();
         }
     }
 
@@ -298,6 +346,7 @@ impl FrameReader {
                 return Err(anyhow!("connection closed inside a frame header"));
             }
             self.hdr_have += n;
+            self.heard();
         }
         let h = frame::parse_header(&self.hdr, &self.limits)?;
         let len = h.len as usize;
@@ -318,6 +367,7 @@ impl FrameReader {
                 ));
             }
             self.body_have += n;
+            self.heard();
         }
         self.hdr_have = 0;
         self.body_have = 0;

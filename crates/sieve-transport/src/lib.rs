@@ -11,6 +11,7 @@ pub mod legacy_tls;
 pub mod mac;
 pub mod receiver;
 pub mod sender;
+pub mod sendq;
 pub mod source;
 pub mod store;
 pub mod tls;

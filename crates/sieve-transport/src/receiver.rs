@@ -29,7 +29,7 @@ use tokio::sync::{watch, Notify, Semaphore};
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
-use crate::conn::{BufferExhausted, BufferStats, FrameBudget, FrameReader, FrameWriter};
+use crate::conn::{Activity, BufferExhausted, BufferStats, FrameBudget, FrameReader, FrameWriter};
 use crate::mac::PlainMac;
 use crate::store::{self, PartFile};
 use crate::tls::{Acceptor, LegacyAcceptor};
@@ -511,6 +511,7 @@ impl Shared {
                 writer.send(|o| JoinOk {}.encode(o)).await?;
                 writer.flush().await?;
                 reader.count_waits_in(session.memory_waiters.clone());
+                reader.report_activity_to(session.activity.clone());
                 session.run_channel(Kind::Secure, &mut reader).await;
                 Ok(())
             }
@@ -564,6 +565,7 @@ impl Shared {
         writer.send(|o| JoinOk {}.encode(o)).await?;
         writer.flush().await?;
         reader.count_waits_in(session.memory_waiters.clone());
+        reader.report_activity_to(session.activity.clone());
         session.run_channel(Kind::Plain, &mut reader).await;
         Ok(())
     }
@@ -668,7 +670,8 @@ struct Session {
     out_of_memory: Mutex<Option<String>>,
     /// Channels of this session waiting for frame-buffer memory now.
     memory_waiters: Arc<AtomicU64>,
-    last_activity: AtomicU64,
+    /// When a channel of this session last took a byte (its readers report to it).
+    activity: Activity,
     started: Instant,
     /// Temporary files open (documents receiving pieces).
     open_docs: Arc<AtomicU64>,
@@ -744,13 +747,11 @@ impl Session {
     }
 
     fn touch(&self) {
-        self.last_activity
-            .store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.activity.touch();
     }
 
     fn idle_for(&self) -> Duration {
-        let now = self.started.elapsed().as_millis() as u64;
-        Duration::from_millis(now.saturating_sub(self.last_activity.load(Ordering::Relaxed)))
+        self.activity.idle_for()
     }
 
     /// Read DATA frames from an extra channel until it closes or the session ends.
@@ -1278,7 +1279,7 @@ impl Shared {
             abort_why: Mutex::new(None),
             out_of_memory: Mutex::new(None),
             memory_waiters: Arc::new(AtomicU64::new(0)),
-            last_activity: AtomicU64::new(0),
+            activity: Activity::default(),
             started: Instant::now(),
             open_docs: Arc::new(AtomicU64::new(0)),
             refused: Mutex::new(std::collections::HashSet::new()),
@@ -1291,6 +1292,7 @@ impl Shared {
         info!(session = %session.hex_id(), mode = ?hello.mode, secure = hello.secure_channels, plain = hello.plain_channels, %cipher, "session started");
         let sent = session.ctl.lock().await.flush().await;
         reader.count_waits_in(session.memory_waiters.clone());
+        reader.report_activity_to(session.activity.clone());
         let result = match sent {
             Ok(()) => session.control_loop(&mut reader).await,
             Err(e) => Err(e),

@@ -37,6 +37,7 @@ use tokio_rustls::TlsConnector;
 use crate::conn::{FrameReader, FrameWriter};
 use crate::cpu::cpu_time;
 use crate::mac::PlainMac;
+use crate::sendq::SendQueues;
 use crate::source::{Classify, Source};
 use crate::tls::{LegacyConnector, Secured};
 use crate::token::JoinKey;
@@ -229,6 +230,7 @@ async fn tls_connect(
     cfg: &SendConfig,
     connector: &TlsConnector,
     name: &ServerName<'static>,
+    queues: &SendQueues,
 ) -> Result<Secured> {
     let tcp = TcpStream::connect(&cfg.to).await.with_context(|| {
         format!(
@@ -237,6 +239,7 @@ async fn tls_connect(
         )
     })?;
     let _ = tcp.set_nodelay(true);
+    queues.watch(&tcp);
     let handshake = async {
         match &cfg.legacy {
             None => Secured::from_client(
@@ -529,7 +532,8 @@ pub async fn send(
     let name = ServerName::try_from(host.clone())
         .map_err(|_| anyhow!("'{host}' is not a valid server name"))?;
     let connector = TlsConnector::from(cfg.tls.clone());
-    let tls0 = tls_connect(cfg, &connector, &name).await?;
+    let queues = Arc::new(SendQueues::default());
+    let tls0 = tls_connect(cfg, &connector, &name, &queues).await?;
     let first_tls = t_connect.elapsed();
     let cipher = tls0.cipher;
     let exported = tls0.exporter;
@@ -563,11 +567,16 @@ pub async fn send(
     let t_extra = Instant::now();
     let mut extra = JoinSet::new();
     for i in 1..n_secure {
-        let (cfg, connector, name, key) =
-            (cfg.clone(), connector.clone(), name.clone(), key.clone());
+        let (cfg, connector, name, key, queues) = (
+            cfg.clone(),
+            connector.clone(),
+            name.clone(),
+            key.clone(),
+            queues.clone(),
+        );
         let sid = session.session_id;
         extra.spawn(async move {
-            let tls = tls_connect(&cfg, &connector, &name).await?;
+            let tls = tls_connect(&cfg, &connector, &name, &queues).await?;
             let (r, w, resumed) = (tls.read, tls.write, tls.resumed);
             let j = Join {
                 session_id: sid,
@@ -600,13 +609,14 @@ pub async fn send(
     let mut plains = JoinSet::new();
     let idle = cfg.idle_timeout;
     for i in 0..n_plain {
-        let key = key.clone();
+        let (key, queues) = (key.clone(), queues.clone());
         let sid = session.session_id;
         plains.spawn(async move {
             let tcp = TcpStream::connect(plain_addr).await.with_context(|| {
                 format!("cannot open a plain channel to {plain_addr} (the address the receiver advertised; see --plain-advertise)")
             })?;
             let _ = tcp.set_nodelay(true);
+            queues.watch(&tcp);
             let (r, w) = tcp.into_split();
             let j = Join { session_id: sid, kind: Kind::Plain, index: i, token: key.token(Kind::Plain, i) };
             // sendfile(2) spares the sender a copy of every cleartext byte, but when the receiver
@@ -739,7 +749,9 @@ pub async fn send(
     let mut acks: Vec<Option<message::Ack>> = vec![None; n_docs];
     let mut acked = 0usize;
     let mut sending_done = false;
-    let mut last_progress = (progress.sent(), acked);
+    // Progress is a byte handed to a socket, a byte of the sockets' queues acknowledged by the
+    // receiver (on a slow link the queues drain long after the last write) or an answer.
+    let mut last_progress = (progress.sent(), queues.pending(), acked);
     // Every way out of this loop short of an answer for each document says what was delivered.
     let undelivered =
         |what: String, acks: &[Option<message::Ack>]| Undelivered::new(what, acks, &shared.sources);
@@ -759,7 +771,7 @@ pub async fn send(
             },
             m = tokio::time::timeout(cfg.idle_timeout, reader0.message()) => match m {
                 Err(_) => {
-                    let now = (progress.sent(), acked);
+                    let now = (progress.sent(), queues.pending(), acked);
                     if now == last_progress {
                         tasks.abort_all();
                         let what = format!("no progress for {:?}: the receiver stopped answering", cfg.idle_timeout);

@@ -350,3 +350,38 @@ async fn frame_reader_survives_a_timeout_mid_frame() {
         }
     }
 }
+
+/// A plain link slower than one frame per idle timeout: bytes trickle through the proxy the whole
+/// time, so neither side may call the session idle. The receiver counts bytes (not whole frames)
+/// as activity, and the sender counts the bytes its sockets' queues drain after its last write.
+/// A stalled link is still caught (`plain_port_client_to_receiver` stalls one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn link_slower_than_one_frame_per_idle_timeout_still_delivers() {
+    const IDLE: Duration = Duration::from_millis(400);
+    const RATE: u64 = 64 * 1024;
+    const CHUNK: u32 = 128 * 1024;
+    // The premise: one frame takes several idle timeouts to cross the link.
+    assert!(Duration::from_secs_f64(f64::from(CHUNK) / RATE as f64) > 4 * IDLE);
+
+    let proxy = FaultProxy::bind_narrow().await;
+    let advertise = proxy.addr.to_string();
+    let rx = TestReceiver::start_with(fast_tempdir(), |c| {
+        c.limits.idle_timeout = IDLE;
+        c.plain_advertise = Some(advertise);
+    })
+    .await;
+    proxy.set_target(rx.plain);
+    proxy.set_plan(Plan::up(Fault::Throttle(RATE)));
+    let src = tempfile::tempdir().unwrap();
+    // No marks: every byte goes over the slow plain channel.
+    let doc = filler(11, 300_000);
+    let path = write(src.path(), "slow.txt", &doc);
+    let mut cfg = rx.simple(Mode::Sieve);
+    cfg.idle_timeout = IDLE;
+    cfg.chunk = CHUNK;
+    let report = rx.send_ok(&cfg, &[path]).await;
+    assert_eq!(report.plain_bytes, doc.len() as u64);
+    rx.assert_received("slow.txt", &doc);
+    assert!(proxy.stats.faults_fired.load(Ordering::Relaxed) >= 1);
+    assert_eq!(rx.stats.sessions_failed.load(Ordering::Relaxed), 0);
+}

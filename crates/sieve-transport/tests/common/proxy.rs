@@ -97,7 +97,24 @@ impl FaultProxy {
     /// Listen now; connections wait for [`FaultProxy::set_target`] (the receiver must know the
     /// proxy's address before it binds).
     pub async fn bind() -> FaultProxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("proxy binds");
+        Self::start(TcpListener::bind("127.0.0.1:0").await.expect("proxy binds"))
+    }
+
+    /// A proxy whose sockets take only a few KiB at a time from their clients. With a throttle,
+    /// the bytes then back up into the client's own socket, as they do before a slow network
+    /// link (on loopback a proxy's large receive buffer would otherwise take them all at once).
+    pub async fn bind_narrow() -> FaultProxy {
+        let socket = tokio::net::TcpSocket::new_v4().expect("proxy socket");
+        socket
+            .set_recv_buffer_size(4096)
+            .expect("small receive buffer");
+        socket
+            .bind("127.0.0.1:0".parse().unwrap())
+            .expect("proxy binds");
+        Self::start(socket.listen(64).expect("proxy listens"))
+    }
+
+    fn start(listener: TcpListener) -> FaultProxy {
         let addr = listener.local_addr().unwrap();
         let stats = Arc::new(ProxyStats::default());
         let plan = Arc::new(Mutex::new(Plan::PASS));

@@ -1,0 +1,93 @@
+//! What the kernel still holds in the sender's sockets.
+//!
+//! The sender gives up on a session that makes no progress for its idle timeout. Counting the
+//! bytes it hands to its sockets is not enough on a slow link: once the last frame is written,
+//! megabytes may still sit in the socket buffers and drain for longer than the idle timeout while
+//! the receiver works normally. The kernel's count of bytes a socket holds that the peer has not
+//! acknowledged yet (`SIOCOUTQ`) shrinking is progress too.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Mutex;
+
+/// The sockets of one session, watched for bytes still queued in the kernel.
+#[derive(Debug, Default)]
+pub struct SendQueues(Mutex<Vec<OwnedFd>>);
+
+impl SendQueues {
+    /// Watch `socket` (through a duplicate of its descriptor, dropped with `self`). A socket that
+    /// cannot be duplicated is simply not watched: the idle check then counts only written bytes.
+    pub fn watch(&self, socket: &impl AsFd) {
+        if let (Ok(fd), Ok(mut all)) = (socket.as_fd().try_clone_to_owned(), self.0.lock()) {
+            all.push(fd);
+        }
+    }
+
+    /// Bytes written to the watched sockets that their peers have not acknowledged yet.
+    pub fn pending(&self) -> u64 {
+        self.0
+            .lock()
+            .map(|all| all.iter().filter_map(|fd| unacknowledged(fd.as_fd())).sum())
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn unacknowledged(fd: BorrowedFd<'_>) -> Option<u64> {
+    use rustix::ioctl::{ioctl, Getter, Opcode};
+    /// `SIOCOUTQ` (the same number as `TIOCOUTQ`): for a TCP socket, the bytes sent but not yet
+    /// acknowledged plus those not yet sent (tcp(7)).
+    const SIOCOUTQ: Opcode = 0x5411;
+    // SAFETY: `Getter::new` requires that the opcode is valid and that the kernel writes exactly
+    // an `int` for it; tcp(7) documents SIOCOUTQ as taking a pointer to an int, and `Getter`
+    // passes a pointer to its own `MaybeUninit<c_int>`, which lives across the call. On a
+    // descriptor that is not a TCP socket the kernel answers with an error and writes nothing,
+    // and `ioctl` then returns that error without reading the output.
+    let n = unsafe { ioctl(fd, Getter::<SIOCOUTQ, std::ffi::c_int>::new()) }.ok()?;
+    u64::try_from(n).ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unacknowledged(_fd: BorrowedFd<'_>) -> Option<u64> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn counts_bytes_the_peer_has_not_read_and_drops_to_zero_when_it_does() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut tx = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut rx, _) = listener.accept().unwrap();
+        let q = SendQueues::default();
+        q.watch(&tx);
+        assert_eq!(q.pending(), 0);
+        // Loopback acknowledges at once what fits the receiver's buffer, so only a full buffer
+        // leaves bytes unacknowledged: write until the socket would block.
+        tx.set_nonblocking(true).unwrap();
+        let chunk = vec![7u8; 1 << 16];
+        let mut written = 0u64;
+        loop {
+            match tx.write(&chunk) {
+                Ok(n) => written += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("write: {e}"),
+            }
+        }
+        let stuck = q.pending();
+        assert!(stuck > 0 && stuck <= written, "{stuck} of {written}");
+        let mut sink = vec![0u8; 1 << 20];
+        let mut read = 0u64;
+        while read < written {
+            read += std::io::Read::read(&mut rx, &mut sink).unwrap() as u64;
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while q.pending() != 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(q.pending(), 0);
+    }
+}
