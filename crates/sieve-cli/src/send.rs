@@ -174,7 +174,11 @@ pub fn progress_bar(progress: Arc<Progress>) -> Option<(ProgressBar, tokio::task
     let b = bar.clone();
     let h = tokio::spawn(async move {
         loop {
-            let total = progress.total_bytes.load(Ordering::Relaxed);
+            // Bytes of a document the receiver failed early are not sent; nor are they waited for.
+            let total = progress
+                .total_bytes
+                .load(Ordering::Relaxed)
+                .saturating_sub(progress.skipped.load(Ordering::Relaxed));
             b.set_length(total);
             let sent = progress.sent();
             b.set_position(sent);

@@ -15,7 +15,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -82,6 +82,8 @@ pub struct Progress {
     pub docs_acked: AtomicU64,
     /// Bytes sent per channel: secure channels first, then plain channels.
     pub per_channel: Mutex<Vec<Arc<AtomicU64>>>,
+    /// Bytes not sent because the receiver had already failed their document.
+    pub skipped: AtomicU64,
 }
 
 impl Progress {
@@ -332,6 +334,10 @@ struct Shared {
     mac: PlainMac,
     /// Every document below this index is acknowledged.
     acked_below: tokio::sync::watch::Sender<u32>,
+    /// Documents the receiver has answered for; set for a failure that comes before all their
+    /// bytes are sent (a full disk), whose remaining pieces the channels then skip.
+    answered: Vec<AtomicBool>,
+    progress: Arc<Progress>,
 }
 
 impl Shared {
@@ -351,6 +357,24 @@ impl Shared {
         let mut w = self.ctl.lock().await;
         w.send(|o| end.encode(o)).await?;
         w.flush().await
+    }
+
+    /// `n` more bytes of `doc` are written (or skipped); after its last byte, its DOC_END goes.
+    async fn piece_done(&self, doc: u32, n: u64, w: &mut Option<FrameWriter>) -> Result<()> {
+        let left = self.remaining[doc as usize].fetch_sub(n, Ordering::AcqRel) - n;
+        // A document the receiver has already answered for (a failure) needs no DOC_END, and
+        // its ledger lacks the skipped pieces.
+        if left == 0 && !self.answered[doc as usize].load(Ordering::Acquire) {
+            // Everything of this document is written to its channels; the pieces on other
+            // channels went out before their counters dropped, so flush ours too.
+            if let Some(w) = w.as_mut() {
+                w.flush().await?;
+            } else {
+                self.ctl.lock().await.flush().await?;
+            }
+            self.send_doc_end(doc as usize).await?;
+        }
+        Ok(())
     }
 
     /// Send every piece this channel is given. `w` is `None` for channel 0, which shares `ctl`.
@@ -383,6 +407,14 @@ impl Shared {
             let mut off = piece.offset;
             let end = piece.offset + piece.len;
             while off < end {
+                if self.answered[piece.doc as usize].load(Ordering::Acquire) {
+                    // The receiver failed this document already and drops whatever else of it
+                    // comes: the rest of the piece is not worth the bandwidth.
+                    let n = end - off;
+                    self.progress.skipped.fetch_add(n, Ordering::Relaxed);
+                    self.piece_done(piece.doc, n, &mut w).await?;
+                    break;
+                }
                 let max = ((end - off) as usize).min(self.chunk);
                 // Reads may block on the disk; a slice of a mapping is taken at once (its pages
                 // are faulted in later, as the MAC and the socket read them).
@@ -438,18 +470,7 @@ impl Shared {
                 }
                 counter.fetch_add(n as u64, Ordering::Relaxed);
                 off += n as u64;
-                let left = self.remaining[piece.doc as usize].fetch_sub(n as u64, Ordering::AcqRel)
-                    - n as u64;
-                if left == 0 {
-                    // Everything of this document is written to its channels; the pieces on
-                    // other channels went out before their counters dropped, so flush ours too.
-                    if let Some(w) = w.as_mut() {
-                        w.flush().await?;
-                    } else {
-                        self.ctl.lock().await.flush().await?;
-                    }
-                    self.send_doc_end(piece.doc as usize).await?;
-                }
+                self.piece_done(piece.doc, n as u64, &mut w).await?;
             }
         }
         if let Some((d, r)) = sent {
@@ -703,6 +724,7 @@ pub async fn send(
     let plain_ledgers = sources.iter().map(|_| Mutex::new(Ledger::new())).collect();
     let secure_bytes: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
     let plain_bytes: u64 = sources.iter().map(|s| s.stream_len(Kind::Plain)).sum();
+    let n_sources = sources.len();
     let shared = Arc::new(Shared {
         sources,
         work,
@@ -712,6 +734,8 @@ pub async fn send(
         chunk: chunk as usize,
         mac,
         acked_below: tokio::sync::watch::Sender::new(0),
+        answered: (0..n_sources).map(|_| AtomicBool::new(false)).collect(),
+        progress: progress.clone(),
     });
     for (i, s) in shared.sources.iter().enumerate() {
         if s.layout.content_len() == 0 {
@@ -790,6 +814,7 @@ pub async fn send(
                         let what = format!("the receiver acknowledged document {} twice or out of range", a.doc);
                         return Err(anyhow!(undelivered(what, &acks)));
                     }
+                    shared.answered[i].store(true, Ordering::Release);
                     acks[i] = Some(a);
                     acked += 1;
                     let below = *shared.acked_below.borrow() as usize;

@@ -109,3 +109,55 @@ async fn output_disk_full_fails_cleanly_and_recovers() {
     rx.assert_received("big.txt", &doc);
     rx.assert_no_partials_soon().await;
 }
+
+/// A document the receiver fails early (its disk is full after half a MiB) is not sent to the
+/// end: the failure's ACK comes back at once, and the sender skips the rest of the document
+/// instead of spending the link on bytes the receiver drops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_failed_early_is_not_sent_to_the_end() {
+    const SIZE: u64 = 4 << 20;
+    let root = tempfile::tempdir().unwrap();
+    let Some(_mount) = mount_tmpfs(root.path(), SIZE) else {
+        eprintln!("disk full: SKIPPED (cannot mount a tmpfs; run as root)");
+        return;
+    };
+    let rx = TestReceiver::start_with(root, |c| {
+        c.limits.idle_timeout = Duration::from_secs(5);
+    })
+    .await;
+    let filler_file = rx.out.parent().unwrap().join("filler");
+    std::fs::write(&filler_file, vec![7u8; (SIZE - (512 << 10)) as usize]).unwrap();
+    let src = tempfile::tempdir().unwrap();
+    // 128 MiB of cleartext against 512 KiB of free space.
+    let doc = filler(21, 1 << 20).repeat(128);
+    let big = write(src.path(), "huge.txt", &doc);
+    let small_doc = marked_doc(22, 20_000, 3).1;
+    let small = write(src.path(), "after.txt", &small_doc);
+    let mut cfg = rx.simple(Mode::Sieve);
+    cfg.idle_timeout = Duration::from_secs(5);
+    let progress = std::sync::Arc::new(sieve_transport::sender::Progress::default());
+    let rep = sieve_transport::sender::send(&cfg, &[big, small], progress.clone())
+        .await
+        .unwrap_or_else(|e| panic!("a full disk must fail the document, not the session: {e:#}"));
+    let d = &rep.documents[0];
+    assert!(!d.ok, "huge.txt was acknowledged");
+    assert!(
+        rep.documents[1].ok,
+        "after.txt: {:?}",
+        rep.documents[1].error
+    );
+    rx.assert_received("after.txt", &small_doc);
+    let (sent, skipped) = (progress.sent(), progress.skipped.load(Ordering::Relaxed));
+    eprintln!(
+        "disk full: huge.txt failed; {} MB sent, {} MB skipped",
+        sent >> 20,
+        skipped >> 20
+    );
+    assert!(
+        skipped > doc.len() as u64 / 2 && sent < doc.len() as u64 / 2,
+        "the sender went on sending a failed document: {sent} bytes sent, {skipped} skipped"
+    );
+    // Every byte is either sent or skipped, none twice.
+    assert_eq!(sent + skipped, progress.total_bytes.load(Ordering::Relaxed));
+    rx.assert_no_partials_soon().await;
+}
