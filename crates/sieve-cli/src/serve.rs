@@ -70,6 +70,7 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
 }
 
 pub async fn run(args: &Args) -> Result<()> {
+    raise_open_file_limit();
     let tls = ServerTls {
         cert: args.cert.clone(),
         key: args.key.clone(),
@@ -98,6 +99,30 @@ pub async fn run(args: &Args) -> Result<()> {
     tokio::select! {
         r = receiver.run() => r,
         _ = tokio::signal::ctrl_c() => Ok(()),
+    }
+}
+
+/// The receiver holds a descriptor per connection and per document in progress. The usual soft
+/// limit of 1024 open files is a leftover from select(2), which nothing here uses; raising it to
+/// the hard limit (as Go's runtime does for every program) lets a busy receiver take more
+/// sessions before it must refuse documents. A hard limit set by the administrator still holds,
+/// and the receiver budgets whatever limit it ends up with.
+fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let now = getrlimit(Resource::Nofile);
+    let (Some(soft), Some(hard)) = (now.current, now.maximum) else {
+        return;
+    };
+    if soft >= hard {
+        return;
+    }
+    let raised = Rlimit {
+        current: Some(hard),
+        maximum: Some(hard),
+    };
+    match setrlimit(Resource::Nofile, raised) {
+        Ok(()) => tracing::info!("open-file limit raised from {soft} to {hard}"),
+        Err(e) => tracing::debug!("open-file limit stays at {soft}: {e}"),
     }
 }
 

@@ -724,6 +724,35 @@ async fn raw_session(
     (reader, writer)
 }
 
+/// A soft open-file limit below the hard one (the usual 1024) is raised to the hard limit when
+/// `sieve serve` starts, and the receiver budgets what it ends up with.
+#[test]
+fn serve_raises_the_soft_open_file_limit_to_the_hard_one() {
+    let root = tempfile::tempdir().unwrap();
+    let certs = certs(root.path());
+    let out = root.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let srv = Server::start(&certs, &out, Some("-Sn 200 && ulimit -Hn 4096"), &[]);
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", srv.pid())).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("an open-file limit");
+    let nums: Vec<&str> = line.split_whitespace().skip(3).take(2).collect();
+    assert_eq!(nums, ["4096", "4096"], "{line}");
+    // The budget's log line comes after the one the harness waits for.
+    wait_for(
+        "the receiver to log its budget",
+        Duration::from_secs(20),
+        || srv.log().contains("open_files=4096"),
+    );
+    let log = srv.log();
+    assert!(
+        log.contains("open-file limit raised from 200 to 4096"),
+        "{log}"
+    );
+}
+
 /// `sieve serve` under `ulimit -n 128`. One session announces 120 two-byte documents and sends
 /// one byte of each, so that every one holds a temporary file. The receiver must refuse the
 /// documents beyond its descriptor budget with a reason ("limit of open files"), before EMFILE;
@@ -737,7 +766,7 @@ async fn open_file_limit_refuses_documents_before_emfile() {
     let certs = certs(root.path());
     let out = root.path().join("out");
     std::fs::create_dir(&out).unwrap();
-    let srv = Server::start(&certs, &out, Some(NOFILE), &[]);
+    let srv = Server::start(&certs, &out, Some(&format!("-n {NOFILE}")), &[]);
     let limit = std::fs::read_to_string(format!("/proc/{}/limits", srv.pid())).unwrap();
     assert!(
         limit

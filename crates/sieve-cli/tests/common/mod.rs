@@ -106,23 +106,23 @@ pub struct Server {
 }
 
 impl Server {
-    /// `nofile`: run it under `ulimit -n NOFILE`.
-    pub fn start(certs: &Path, out: &Path, nofile: Option<u64>, extra: &[&str]) -> Server {
-        Server::start_env(certs, out, nofile, extra, &[])
+    /// `ulimit`: run it under `ulimit ULIMIT` (e.g. `-n 128`: soft and hard open-file limits).
+    pub fn start(certs: &Path, out: &Path, ulimit: Option<&str>, extra: &[&str]) -> Server {
+        Server::start_env(certs, out, ulimit, extra, &[])
     }
 
     pub fn start_env(
         certs: &Path,
         out: &Path,
-        nofile: Option<u64>,
+        ulimit: Option<&str>,
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Server {
-        let mut cmd = match nofile {
-            Some(n) => {
+        let mut cmd = match ulimit {
+            Some(u) => {
                 let mut c = Command::new("sh");
                 c.arg("-c")
-                    .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                    .arg(format!("ulimit {u} && exec \"$0\" \"$@\""))
                     .arg(SIEVE)
                     .env("NO_COLOR", "1")
                     .env_remove("RUST_LOG")
