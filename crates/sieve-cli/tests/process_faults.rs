@@ -680,14 +680,19 @@ fn flood_keeps_the_receiver_process_bounded() {
 // 4. A low open-file limit
 // ---------------------------------------------------------------------------------------------
 
-/// Channel 0 of a session opened by hand (secure-only, one channel): HELLO sent, SESSION read.
+/// Channel 0 of a session opened by hand (secure-only, one channel): HELLO sent, then SESSION
+/// read (with the number of documents the session may hold open) or the refusal's message.
 async fn raw_session(
     srv: &Server,
     docs: u32,
-) -> (
-    sieve_transport::conn::FrameReader,
-    sieve_transport::conn::FrameWriter,
-) {
+) -> Result<
+    (
+        sieve_transport::conn::FrameReader,
+        sieve_transport::conn::FrameWriter,
+        u32,
+    ),
+    String,
+> {
     use sieve_transport::conn::{FrameReader, FrameWriter};
     let tls = sieve_transport::tls::ClientTls {
         ca: &srv.certs.join("ca.pem"),
@@ -718,10 +723,10 @@ async fn raw_session(
     writer.send(|o| hello.encode(o)).await.unwrap();
     writer.flush().await.unwrap();
     match reader.message().await.expect("an answer to HELLO") {
-        Message::Session(_) => {}
+        Message::Session(s) => Ok((reader, writer, s.max_open_docs)),
+        Message::Error(e) => Err(e.message),
         other => panic!("expected SESSION, got {other:?}"),
     }
-    (reader, writer)
 }
 
 /// A soft open-file limit below the hard one (the usual 1024) is raised to the hard limit when
@@ -753,15 +758,16 @@ fn serve_raises_the_soft_open_file_limit_to_the_hard_one() {
     );
 }
 
-/// `sieve serve` under `ulimit -n 128`. One session announces 120 two-byte documents and sends
-/// one byte of each, so that every one holds a temporary file. The receiver must refuse the
-/// documents beyond its descriptor budget with a reason ("limit of open files"), before EMFILE;
-/// refuse a new session with that reason while the budget is spent; and serve again once the
-/// session is gone.
+/// `sieve serve` under `ulimit -n 128`. Each session is told in SESSION how many documents it may
+/// hold open; sessions opened by hand announce that many two-byte documents and send one byte of
+/// each, so that every one holds a temporary file, until the descriptor budget is spent. The
+/// receiver must refuse the documents beyond its budget with a reason ("limit of open files"),
+/// before EMFILE; refuse a new session with that reason while the budget is spent; and serve
+/// again once the sessions are gone. No session is allowed past its own share, so one session
+/// alone never spends the whole budget.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_file_limit_refuses_documents_before_emfile() {
     const NOFILE: u64 = 128;
-    const DOCS: u32 = 120;
     let root = tempfile::tempdir().unwrap();
     let certs = certs(root.path());
     let out = root.path().join("out");
@@ -774,44 +780,65 @@ async fn open_file_limit_refuses_documents_before_emfile() {
             .any(|l| l.starts_with("Max open files") && l.contains(&format!(" {NOFILE} "))),
         "ulimit -n did not apply:\n{limit}"
     );
-    let (mut reader, mut writer) = raw_session(&srv, DOCS).await;
-    for doc in 0..DOCS {
-        let d = Doc {
-            doc,
-            name: format!("held{doc:03}.txt"),
-            layout: Layout::whole(Kind::Secure, 2),
-            marks: None,
-        };
-        writer.send(|o| d.encode(o)).await.unwrap();
-    }
-    for doc in 0..DOCS {
-        writer.data(doc, 0, b"x").await.unwrap();
-    }
-    writer.flush().await.unwrap();
-    // Documents past the budget are answered at once; the others wait for their second byte.
+    let mut sessions = Vec::new();
     let mut refused = Vec::new();
-    while let Ok(m) = tokio::time::timeout(Duration::from_secs(3), reader.message()).await {
-        match m.expect("a frame from the receiver") {
-            Message::Ack(a) => {
-                assert_eq!(a.status, AckStatus::StoreError, "{a:?}");
-                refused.push(a);
-            }
-            other => panic!("unexpected {other:?}"),
+    let mut announced = 0usize;
+    let mut windows = Vec::new();
+    while refused.is_empty() {
+        assert!(
+            sessions.len() < 16,
+            "{} sessions never spent the budget",
+            sessions.len()
+        );
+        let (mut reader, mut writer, window) = match raw_session(&srv, 1024).await {
+            Ok(s) => s,
+            Err(why) => panic!(
+                "session {} refused before any document was: {why}",
+                sessions.len()
+            ),
+        };
+        assert!(
+            window >= 1 && u64::from(window) < NOFILE / 2,
+            "a session may hold {window} documents under ulimit -n {NOFILE}"
+        );
+        windows.push(window);
+        for doc in 0..window {
+            let d = Doc {
+                doc,
+                name: format!("held{:02}-{doc:03}.txt", sessions.len()),
+                layout: Layout::whole(Kind::Secure, 2),
+                marks: None,
+            };
+            writer.send(|o| d.encode(o)).await.unwrap();
         }
+        for doc in 0..window {
+            writer.data(doc, 0, b"x").await.unwrap();
+        }
+        writer.flush().await.unwrap();
+        announced += window as usize;
+        // Documents past the budget are answered at once; the others wait for their second byte.
+        while let Ok(m) = tokio::time::timeout(Duration::from_secs(1), reader.message()).await {
+            match m.expect("a frame from the receiver") {
+                Message::Ack(a) => {
+                    assert_eq!(a.status, AckStatus::StoreError, "{a:?}");
+                    refused.push(a);
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        sessions.push((reader, writer));
     }
     let open = partials(&out).len();
     let fds = fd_count(srv.pid());
     eprintln!(
-        "open-file limit {NOFILE}: {open} documents held open, {} refused ({:?}); receiver fds \
-         {fds}",
+        "open-file limit {NOFILE}: {} sessions of {:?} documents; {open} documents held open, {} \
+         refused ({:?}); receiver fds {fds}",
+        sessions.len(),
+        windows,
         refused.len(),
         refused.first().map(|a| &a.message)
     );
-    assert!(
-        !refused.is_empty(),
-        "all {DOCS} documents hold a file under ulimit -n {NOFILE}"
-    );
-    assert_eq!(open + refused.len(), DOCS as usize);
+    assert_eq!(open + refused.len(), announced);
     for a in &refused {
         assert!(
             a.message.contains("limit of open files") && !a.message.contains("os error"),
@@ -830,9 +857,8 @@ async fn open_file_limit_refuses_documents_before_emfile() {
         "{}",
         text(&o.stderr)
     );
-    // The session goes; its files with it; the receiver serves again.
-    drop(writer);
-    drop(reader);
+    // The sessions go; their files with them; the receiver serves again.
+    drop(sessions);
     let out2 = out.clone();
     tokio::task::spawn_blocking(move || {
         wait_for("the held files to go", Duration::from_secs(20), || {

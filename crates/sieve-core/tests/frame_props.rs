@@ -102,13 +102,20 @@ fn hello() -> impl Strategy<Value = Hello> {
 }
 
 fn session() -> impl Strategy<Value = Session> {
-    (any::<[u8; 16]>(), text(MAX_ADDR_LEN), any::<u32>()).prop_map(
-        |(session_id, plain_addr, max_payload)| Session {
-            session_id,
-            plain_addr,
-            max_payload,
-        },
+    (
+        any::<[u8; 16]>(),
+        text(MAX_ADDR_LEN),
+        any::<u32>(),
+        any::<u32>(),
     )
+        .prop_map(
+            |(session_id, plain_addr, max_payload, max_open_docs)| Session {
+                session_id,
+                plain_addr,
+                max_payload,
+                max_open_docs,
+            },
+        )
 }
 
 fn join() -> impl Strategy<Value = Join> {

@@ -36,8 +36,9 @@ use crate::tls::{Acceptor, LegacyAcceptor};
 use crate::token::JoinKey;
 
 /// Most documents of one session whose temporary files are open at once (each holds a file
-/// descriptor while its pieces arrive). Senders keep fewer than this unacknowledged
-/// ([`crate::sender::MAX_UNACKED_DOCS`]).
+/// descriptor while its pieces arrive), whatever the descriptor budget. Each session is told its
+/// own share ([`FdBudget::session_docs`]) in SESSION, and senders keep no more than that
+/// unacknowledged.
 pub const MAX_OPEN_DOCS: u64 = 1024;
 
 /// Largest payload accepted before a connection is authenticated (its HELLO or JOIN; both are a
@@ -162,6 +163,13 @@ impl FdBudget {
             conn_limit,
             doc_limit: (conn_limit - conn_limit / 4).max(1),
         }
+    }
+
+    /// How many documents one session may hold open at once: a quarter of the documents'
+    /// budget (at most [`MAX_OPEN_DOCS`]), so that a session with many documents leaves room for
+    /// others, and its sender (told this in SESSION) waits instead of having documents refused.
+    pub fn session_docs(&self) -> u64 {
+        (self.doc_limit / 4).clamp(1, MAX_OPEN_DOCS)
     }
 
     /// The budget for this process's soft RLIMIT_NOFILE (read from /proc/self/limits; 1024 if it
@@ -915,9 +923,15 @@ impl Session {
     /// `limited`: the file stays open while the document's pieces arrive, so it counts against
     /// the session's limit of open documents.
     fn create_part(&self, slot: &DocSlot, limited: bool) -> Result<DocFile> {
-        let session_limit = if limited { MAX_OPEN_DOCS } else { u64::MAX };
+        let session_limit = if limited {
+            self.shared.fds.session_docs()
+        } else {
+            u64::MAX
+        };
         let Some(in_session) = Held::take(&self.open_docs, session_limit) else {
-            bail!("more than {MAX_OPEN_DOCS} documents of one session in progress at once");
+            bail!(
+                "more than {session_limit} documents of one session in progress at once (the                  receiver's SESSION said so; wait for acknowledgements before starting more)"
+            );
         };
         let shared = &self.shared;
         let Some(in_receiver) = Held::take(&shared.fds_used, shared.fds.doc_limit) else {
@@ -1261,6 +1275,7 @@ impl Shared {
             session_id: id,
             plain_addr: self.advertise.clone(),
             max_payload: self.cfg.limits.frame.max_payload,
+            max_open_docs: u32::try_from(self.fds.session_docs()).unwrap_or(u32::MAX),
         };
         // Only buffered here: it goes out (below) once the session can be found by its JOINs.
         writer.send(|o| reply.encode(o)).await?;

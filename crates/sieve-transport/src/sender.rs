@@ -42,8 +42,8 @@ use crate::source::{Classify, Source};
 use crate::tls::{LegacyConnector, Secured};
 use crate::token::JoinKey;
 
-/// Most documents a session has in progress (some bytes sent, not yet acknowledged) at once; kept
-/// below what a receiver accepts ([`crate::receiver::MAX_OPEN_DOCS`]).
+/// Most documents a session has in progress (some bytes sent, not yet acknowledged) at once,
+/// fewer if the receiver's SESSION says it holds fewer open (`max_open_docs`).
 pub const MAX_UNACKED_DOCS: u32 = 512;
 
 /// Everything `sieve send` needs besides the files.
@@ -334,6 +334,8 @@ struct Shared {
     mac: PlainMac,
     /// Every document below this index is acknowledged.
     acked_below: tokio::sync::watch::Sender<u32>,
+    /// Most documents in progress at once (see [`MAX_UNACKED_DOCS`]).
+    window: u32,
     /// Documents the receiver has answered for; set for a failure that comes before all their
     /// bytes are sent (a full disk), whose remaining pieces the channels then skip.
     answered: Vec<AtomicBool>,
@@ -389,10 +391,9 @@ impl Shared {
         // Mapped bytes this channel has sent since it last released pages: (document, raw range).
         let mut sent: Option<(usize, std::ops::Range<u64>)> = None;
         while let Some(piece) = self.work[kind.index()].next(idx) {
-            if let Some(need) = piece.doc.checked_sub(MAX_UNACKED_DOCS) {
+            if let Some(need) = piece.doc.checked_sub(self.window) {
                 // The receiver holds a file open per document in progress: start this one only
-                // once the document MAX_UNACKED_DOCS places back (and all before it) is
-                // acknowledged. Flush first: that document may still have bytes in our buffer.
+                // once the document `window` places back (and all before it) is acknowledged. Flush first: that document may still have bytes in our buffer.
                 match w.as_mut() {
                     Some(w) => w.flush().await?,
                     None => self.ctl.lock().await.flush().await?,
@@ -734,6 +735,7 @@ pub async fn send(
         chunk: chunk as usize,
         mac,
         acked_below: tokio::sync::watch::Sender::new(0),
+        window: MAX_UNACKED_DOCS.min(session.max_open_docs).max(1),
         answered: (0..n_sources).map(|_| AtomicBool::new(false)).collect(),
         progress: progress.clone(),
     });

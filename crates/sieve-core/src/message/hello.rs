@@ -10,7 +10,7 @@ use super::{write_frame, MessageError};
 use crate::frame::FrameType;
 
 /// Version of this wire format; a receiver refuses a `Hello` it does not speak.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// Split code: channels take the next chunk when they are ready (the default).
 pub const SPLIT_DYNAMIC: u8 = 0;

@@ -16,6 +16,10 @@ pub struct Session {
     pub plain_addr: String,
     /// Largest frame payload the receiver accepts; the sender sizes data chunks below it.
     pub max_payload: u32,
+    /// Most documents of this session the receiver holds open at once (each is a temporary
+    /// file, so a descriptor): the sender keeps at most this many unacknowledged, and waits
+    /// rather than have documents refused.
+    pub max_open_docs: u32,
 }
 
 impl Session {
@@ -25,6 +29,7 @@ impl Session {
             out.extend_from_slice(&self.session_id);
             put_bytes(out, self.plain_addr.as_bytes());
             out.extend_from_slice(&self.max_payload.to_be_bytes());
+            out.extend_from_slice(&self.max_open_docs.to_be_bytes());
         });
     }
 
@@ -35,6 +40,7 @@ impl Session {
             session_id: r.array("session_id")?,
             plain_addr: r.string("plain_addr", MAX_ADDR_LEN)?,
             max_payload: r.u32("max_payload")?,
+            max_open_docs: r.u32("max_open_docs")?,
         };
         r.finish()?;
         Ok(session)
