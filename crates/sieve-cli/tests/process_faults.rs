@@ -729,6 +729,89 @@ async fn raw_session(
     }
 }
 
+/// `sieve serve --max-buffer-memory 32MiB`, measured from `/proc`: six authenticated sessions
+/// (HELLO answered) each start a DATA frame claiming 16 MiB on channel 0 and push 12 MiB of it,
+/// 72 MiB in all. The receiver may hold 32 MiB of frame buffers. Its peak resident memory must
+/// rise by less than the budget plus 16 MiB (TLS buffers, allocator), yet by more than half the
+/// budget (the bytes really were buffered, the budget really was the limit). Once the sessions
+/// are gone, the receiver serves again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frame_buffers_of_the_real_process_stay_within_max_buffer_memory() {
+    const BUDGET_MIB: u64 = 32;
+    const SESSIONS: usize = 6;
+    let root = tempfile::tempdir().unwrap();
+    let certs = certs(root.path());
+    let out = root.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let budget = format!("{BUDGET_MIB}MiB");
+    let srv = Server::start(
+        &certs,
+        &out,
+        None,
+        &["--max-buffer-memory", &budget, "--idle-timeout", "4"],
+    );
+    let pid = srv.pid();
+    let base = proc_status_kib(pid, "VmHWM:");
+    let pushed = Arc::new(AtomicU64::new(0));
+    let mut pushers = tokio::task::JoinSet::new();
+    for _ in 0..SESSIONS {
+        let (reader, mut writer, _) = raw_session(&srv, 1).await.expect("a session");
+        let pushed = pushed.clone();
+        pushers.spawn(async move {
+            let _reader = reader;
+            let chunk = vec![0x5au8; 64 << 10];
+            let _ = writer
+                .send(|o| o.extend_from_slice(&encode_header(FrameType::Data, 16 << 20)))
+                .await;
+            for _ in 0..(12 << 20) / chunk.len() {
+                if writer.send(|o| o.extend_from_slice(&chunk)).await.is_err()
+                    || writer.flush().await.is_err()
+                {
+                    break;
+                }
+                pushed.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            }
+            std::future::pending::<()>().await;
+        });
+    }
+    // Wait until the pushes stop moving: the receiver holds what fits and reads no more.
+    let mut last = u64::MAX;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = pushed.load(Ordering::Relaxed);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    let hwm = proc_status_kib(pid, "VmHWM:");
+    let grew_mib = hwm.saturating_sub(base) / 1024;
+    eprintln!(
+        "buffer budget {BUDGET_MIB} MiB: {SESSIONS} sessions pushed {} MiB of 16 MiB frames; \
+         receiver VmHWM {} -> {} MiB (+{grew_mib} MiB)",
+        pushed.load(Ordering::Relaxed) >> 20,
+        base / 1024,
+        hwm / 1024
+    );
+    assert!(
+        grew_mib < BUDGET_MIB + 16,
+        "the receiver grew by {grew_mib} MiB against a budget of {BUDGET_MIB} MiB"
+    );
+    assert!(
+        grew_mib > BUDGET_MIB / 2,
+        "the receiver grew by only {grew_mib} MiB: the frames were not buffered"
+    );
+    pushers.abort_all();
+    let doc = root.path().join("after.txt");
+    std::fs::write(&doc, b"after <$S>the flood<$E>").unwrap();
+    srv.send_ok(&[doc]);
+    assert_eq!(
+        std::fs::read(out.join("after.txt")).unwrap(),
+        b"after <$S>the flood<$E>"
+    );
+}
+
 /// A soft open-file limit below the hard one (the usual 1024) is raised to the hard limit when
 /// `sieve serve` starts, and the receiver budgets what it ends up with.
 #[test]
