@@ -35,25 +35,31 @@ fn mount_tmpfs(at: &Path, bytes: u64) -> Option<Mount> {
     ok.then(|| Mount(at.to_path_buf()))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn output_disk_full_fails_cleanly_and_recovers() {
+/// A receiver whose output folder is a 4 MiB tmpfs with 512 KiB left free by a filler file
+/// (returned, so that a test can give the space back), or `None` without the right to mount.
+async fn nearly_full_receiver(idle: Duration) -> Option<(Mount, TestReceiver, PathBuf)> {
     const SIZE: u64 = 4 << 20;
     let root = tempfile::tempdir().unwrap();
-    let Some(_mount) = mount_tmpfs(root.path(), SIZE) else {
+    let Some(mount) = mount_tmpfs(root.path(), SIZE) else {
         eprintln!("disk full: SKIPPED (cannot mount a tmpfs; run as root)");
+        return None;
+    };
+    let rx = TestReceiver::start_with(root, |c| c.limits.idle_timeout = idle).await;
+    let filler = rx.out.parent().unwrap().join("filler");
+    std::fs::write(&filler, vec![7u8; (SIZE - (512 << 10)) as usize]).unwrap();
+    Some((mount, rx, filler))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_disk_full_fails_cleanly_and_recovers() {
+    let Some((_mount, rx, filler)) = nearly_full_receiver(Duration::from_secs(2)).await else {
         return;
     };
-    let rx = TestReceiver::start_with(root, |c| {
-        c.limits.idle_timeout = Duration::from_secs(2);
-    })
-    .await;
     let src = tempfile::tempdir().unwrap();
     let mut cfg = rx.simple(Mode::Sieve);
     cfg.idle_timeout = Duration::from_secs(2);
 
-    // Leave 512 KiB free, then send 1 MB.
-    let filler = rx.out.parent().unwrap().join("filler");
-    std::fs::write(&filler, vec![7u8; (SIZE - (512 << 10)) as usize]).unwrap();
+    // 512 KiB are free: send 1 MB.
     let doc = marked_doc(11, 1_000_000, 20).1;
     let big = write(src.path(), "big.txt", &doc);
     let small_doc = marked_doc(12, 20_000, 3).1;
@@ -115,18 +121,9 @@ async fn output_disk_full_fails_cleanly_and_recovers() {
 /// instead of spending the link on bytes the receiver drops.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_document_failed_early_is_not_sent_to_the_end() {
-    const SIZE: u64 = 4 << 20;
-    let root = tempfile::tempdir().unwrap();
-    let Some(_mount) = mount_tmpfs(root.path(), SIZE) else {
-        eprintln!("disk full: SKIPPED (cannot mount a tmpfs; run as root)");
+    let Some((_mount, rx, _)) = nearly_full_receiver(Duration::from_secs(5)).await else {
         return;
     };
-    let rx = TestReceiver::start_with(root, |c| {
-        c.limits.idle_timeout = Duration::from_secs(5);
-    })
-    .await;
-    let filler_file = rx.out.parent().unwrap().join("filler");
-    std::fs::write(&filler_file, vec![7u8; (SIZE - (512 << 10)) as usize]).unwrap();
     let src = tempfile::tempdir().unwrap();
     // 128 MiB of cleartext against 512 KiB of free space.
     let doc = filler(21, 1 << 20).repeat(128);
