@@ -681,7 +681,8 @@ fn flood_keeps_the_receiver_process_bounded() {
 // ---------------------------------------------------------------------------------------------
 
 /// Channel 0 of a session opened by hand (secure-only, one channel): HELLO sent, then SESSION
-/// read (with the number of documents the session may hold open) or the refusal's message.
+/// read (with the session's frame limit and how many documents it may hold open) or the
+/// refusal's message.
 async fn raw_session(
     srv: &Server,
     docs: u32,
@@ -689,7 +690,7 @@ async fn raw_session(
     (
         sieve_transport::conn::FrameReader,
         sieve_transport::conn::FrameWriter,
-        u32,
+        message::Session,
     ),
     String,
 > {
@@ -723,22 +724,23 @@ async fn raw_session(
     writer.send(|o| hello.encode(o)).await.unwrap();
     writer.flush().await.unwrap();
     match reader.message().await.expect("an answer to HELLO") {
-        Message::Session(s) => Ok((reader, writer, s.max_open_docs)),
+        Message::Session(s) => Ok((reader, writer, s)),
         Message::Error(e) => Err(e.message),
         other => panic!("expected SESSION, got {other:?}"),
     }
 }
 
-/// `sieve serve --max-buffer-memory 32MiB`, measured from `/proc`: six authenticated sessions
-/// (HELLO answered) each start a DATA frame claiming 16 MiB on channel 0 and push 12 MiB of it,
-/// 72 MiB in all. The receiver may hold 32 MiB of frame buffers. Its peak resident memory must
+/// `sieve serve --max-buffer-memory 32MiB`, measured from `/proc`: twelve authenticated sessions
+/// (HELLO answered) each start a DATA frame as large as their limit allows (4 MiB: an eighth of
+/// the budget for their one channel) and push all of it but 64 KiB, 47 MiB in all. The receiver
+/// may hold 32 MiB of frame buffers. Its peak resident memory must
 /// rise by less than the budget plus 16 MiB (TLS buffers, allocator), yet by more than half the
 /// budget (the bytes really were buffered, the budget really was the limit). Once the sessions
 /// are gone, the receiver serves again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frame_buffers_of_the_real_process_stay_within_max_buffer_memory() {
     const BUDGET_MIB: u64 = 32;
-    const SESSIONS: usize = 6;
+    const SESSIONS: usize = 12;
     let root = tempfile::tempdir().unwrap();
     let certs = certs(root.path());
     let out = root.path().join("out");
@@ -755,15 +757,17 @@ async fn frame_buffers_of_the_real_process_stay_within_max_buffer_memory() {
     let pushed = Arc::new(AtomicU64::new(0));
     let mut pushers = tokio::task::JoinSet::new();
     for _ in 0..SESSIONS {
-        let (reader, mut writer, _) = raw_session(&srv, 1).await.expect("a session");
+        let (reader, mut writer, session) = raw_session(&srv, 1).await.expect("a session");
+        let claim = session.max_payload;
+        assert_eq!(claim, 4 << 20, "32 MiB / 8 sessions / 1 channel");
         let pushed = pushed.clone();
         pushers.spawn(async move {
             let _reader = reader;
             let chunk = vec![0x5au8; 64 << 10];
             let _ = writer
-                .send(|o| o.extend_from_slice(&encode_header(FrameType::Data, 16 << 20)))
+                .send(|o| o.extend_from_slice(&encode_header(FrameType::Data, claim)))
                 .await;
-            for _ in 0..(12 << 20) / chunk.len() {
+            for _ in 1..claim as usize / chunk.len() {
                 if writer.send(|o| o.extend_from_slice(&chunk)).await.is_err()
                     || writer.flush().await.is_err()
                 {
@@ -788,7 +792,7 @@ async fn frame_buffers_of_the_real_process_stay_within_max_buffer_memory() {
     let hwm = proc_status_kib(pid, "VmHWM:");
     let grew_mib = hwm.saturating_sub(base) / 1024;
     eprintln!(
-        "buffer budget {BUDGET_MIB} MiB: {SESSIONS} sessions pushed {} MiB of 16 MiB frames; \
+        "buffer budget {BUDGET_MIB} MiB: {SESSIONS} sessions pushed {} MiB of 4 MiB frames; \
          receiver VmHWM {} -> {} MiB (+{grew_mib} MiB)",
         pushed.load(Ordering::Relaxed) >> 20,
         base / 1024,
@@ -874,7 +878,7 @@ async fn open_file_limit_refuses_documents_before_emfile() {
             sessions.len()
         );
         let (mut reader, mut writer, window) = match raw_session(&srv, 1024).await {
-            Ok(s) => s,
+            Ok((r, w, s)) => (r, w, s.max_open_docs),
             Err(why) => panic!(
                 "session {} refused before any document was: {why}",
                 sessions.len()

@@ -53,6 +53,29 @@ pub const MAX_CHANNELS: u64 = 32;
 /// (the sender's default chunk) each.
 pub const DEFAULT_MAX_BUFFER_BYTES: u64 = 512 << 20;
 
+/// One session may hold this fraction of the frame-buffer budget (or 1 / `max_sessions`, if
+/// more): its frame limit is that share divided among its channels (each holds at most one
+/// frame), so that one session, however large the frames it claims, never takes the budget from
+/// the others.
+pub const SESSION_BUFFER_SHARE: u64 = 8;
+
+/// Smallest frame limit a session is given, whatever its share of the budget.
+pub const MIN_SESSION_PAYLOAD: u32 = 64 << 10;
+
+/// The frame limit of a session with `channels` channels: its share of the frame-buffer budget
+/// ([`SESSION_BUFFER_SHARE`]) over its channels, within [`MIN_SESSION_PAYLOAD`] and the
+/// receiver's frame limit. SESSION tells the sender, which sizes its frames below it.
+pub fn session_frame_limit(limits: &ServeLimits, channels: u64) -> Limits {
+    let sessions = SESSION_BUFFER_SHARE.min(limits.max_sessions as u64).max(1);
+    let share = limits.max_buffer_bytes / sessions / channels.max(1);
+    Limits {
+        max_payload: u32::try_from(share)
+            .unwrap_or(u32::MAX)
+            .max(MIN_SESSION_PAYLOAD)
+            .min(limits.frame.max_payload),
+    }
+}
+
 /// Smallest frame-buffer budget accepted: one frame's first step ([`crate::conn::GROW_STEP`])
 /// and then some.
 pub const MIN_BUFFER_BYTES: u64 = 4 << 20;
@@ -518,6 +541,7 @@ impl Shared {
                 let session = self.find_session(&join)?;
                 writer.send(|o| JoinOk {}.encode(o)).await?;
                 writer.flush().await?;
+                reader.set_limits(session.frame);
                 reader.count_waits_in(session.memory_waiters.clone());
                 reader.report_activity_to(session.activity.clone());
                 session.run_channel(Kind::Secure, &mut reader).await;
@@ -567,7 +591,7 @@ impl Shared {
         };
         let session = self.find_session(&join)?;
         drop(permit);
-        reader.set_limits(limits.frame);
+        reader.set_limits(session.frame);
         reader.set_budget(self.buffers.clone());
         let mut writer = FrameWriter::new(Box::new(w));
         writer.send(|o| JoinOk {}.encode(o)).await?;
@@ -685,6 +709,8 @@ struct Session {
     open_docs: Arc<AtomicU64>,
     /// Documents refused at their manifest: their pieces are still on the way, and are dropped.
     refused: Mutex<std::collections::HashSet<u32>>,
+    /// Frame limit of every channel of this session ([`session_frame_limit`]).
+    frame: Limits,
 }
 
 struct DocSlot {
@@ -1271,10 +1297,14 @@ impl Shared {
             writer.flush().await?;
             bail!("refused HELLO: {why}");
         }
+        let frame = session_frame_limit(
+            &self.cfg.limits,
+            u64::from(hello.secure_channels) + u64::from(hello.plain_channels),
+        );
         let reply = SessionMsg {
             session_id: id,
             plain_addr: self.advertise.clone(),
-            max_payload: self.cfg.limits.frame.max_payload,
+            max_payload: frame.max_payload,
             max_open_docs: u32::try_from(self.fds.session_docs()).unwrap_or(u32::MAX),
         };
         // Only buffered here: it goes out (below) once the session can be found by its JOINs.
@@ -1298,6 +1328,7 @@ impl Shared {
             started: Instant::now(),
             open_docs: Arc::new(AtomicU64::new(0)),
             refused: Mutex::new(std::collections::HashSet::new()),
+            frame,
         });
         self.sessions
             .lock()
@@ -1306,6 +1337,7 @@ impl Shared {
         self.stats.sessions_started.fetch_add(1, Ordering::Relaxed);
         info!(session = %session.hex_id(), mode = ?hello.mode, secure = hello.secure_channels, plain = hello.plain_channels, %cipher, "session started");
         let sent = session.ctl.lock().await.flush().await;
+        reader.set_limits(session.frame);
         reader.count_waits_in(session.memory_waiters.clone());
         reader.report_activity_to(session.activity.clone());
         let result = match sent {
