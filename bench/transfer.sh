@@ -65,5 +65,9 @@ for m in ["secure-only", "sieve", "socat"]:
           f"  sender peak RSS {max(rss)/1024:.1f} MiB")
 so = statistics.median(col("secure-only", "response_ms")); sv = statistics.median(col("sieve", "response_ms"))
 print(f"sieve / secure-only response = {sv/so:.2f} (target <= 0.75); improvement (eq. 1) = {(so-sv)/so*100:.1f} %")
+# The machine's speed drifts between rounds; within a round the two modes run back to back, so
+# the ratio of each round is the steadier figure.
+paired = [v / s for s, v in zip(col("secure-only", "response_ms"), col("sieve", "response_ms"))]
+print(f"per-round sieve / secure-only: median {statistics.median(paired):.2f} [{min(paired):.2f}..{max(paired):.2f}]")
 PY
 cp results.csv "$ROOT/target/bench-transfer.csv"
