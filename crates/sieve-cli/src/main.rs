@@ -41,11 +41,12 @@ enum Command {
     /// Receive documents into a folder (runs until stopped).
     ///
     /// Each document is written to a temporary file, its cleartext checked against the digest
-    /// its sender sent over TLS, fsynced and renamed into --dir; only then is it acknowledged. Memory and open
-    /// files are budgeted: frames being received share --max-buffer-memory, and documents in
-    /// progress share the open-file limit (the soft limit is raised to the hard one at start;
-    /// each session is told its share and its sender waits for it). A session is dropped when
-    /// none of its channels has received a byte for --idle-timeout seconds.
+    /// its sender sent over TLS, fsynced and renamed into --dir; only then is it acknowledged.
+    /// Memory and open files are budgeted: frames being received share --max-buffer-memory, and
+    /// documents in progress share the open-file limit (the soft limit is raised to the hard one
+    /// at start). Each session is told its share of both, and its sender keeps within it. A
+    /// session is dropped when none of its channels has received a byte for --idle-timeout
+    /// seconds.
     Serve(serve::Args),
     /// Send files in one session; exits 0 only if every file was acknowledged.
     Send(send::Args),

@@ -956,7 +956,8 @@ impl Session {
         };
         let Some(in_session) = Held::take(&self.open_docs, session_limit) else {
             bail!(
-                "more than {session_limit} documents of one session in progress at once (the                  receiver's SESSION said so; wait for acknowledgements before starting more)"
+                "more than {session_limit} documents of one session in progress at once (the \
+                 receiver's SESSION said so; wait for acknowledgements before starting more)"
             );
         };
         let shared = &self.shared;

@@ -393,7 +393,8 @@ impl Shared {
         while let Some(piece) = self.work[kind.index()].next(idx) {
             if let Some(need) = piece.doc.checked_sub(self.window) {
                 // The receiver holds a file open per document in progress: start this one only
-                // once the document `window` places back (and all before it) is acknowledged. Flush first: that document may still have bytes in our buffer.
+                // once the document `window` places back (and all before it) is acknowledged.
+                // Flush first: that document may still have bytes in our buffer.
                 match w.as_mut() {
                     Some(w) => w.flush().await?,
                     None => self.ctl.lock().await.flush().await?,
