@@ -46,6 +46,26 @@ pub const MAX_OPEN_DOCS: u64 = 1024;
 /// a buffer of the full frame limit (16 MiB) by sending one header.
 pub const PREAUTH_MAX_PAYLOAD: u32 = 4096;
 
+/// Points where a test can hold the receiver, to force an interleaving that timing alone makes
+/// rare. Compiled only with the `test-hooks` feature, which the crate's own tests turn on.
+#[cfg(feature = "test-hooks")]
+pub mod hooks {
+    use std::sync::{Arc, Mutex};
+
+    /// A hook: called where it is installed, on whatever thread gets there.
+    pub type Hook = Arc<dyn Fn() + Send + Sync>;
+
+    /// Called on the blocking pool between a document's verification and its commit.
+    pub static BEFORE_COMMIT: Mutex<Option<Hook>> = Mutex::new(None);
+
+    pub(crate) fn run(hook: &Mutex<Option<Hook>>) {
+        let h = hook.lock().ok().and_then(|h| h.clone());
+        if let Some(h) = h {
+            h();
+        }
+    }
+}
+
 /// Most channels of one session: 16 secure (channel 0 among them) and 16 plain.
 pub const MAX_CHANNELS: u64 = 32;
 
@@ -1131,6 +1151,8 @@ impl Session {
                 .map_err(integrity)?;
         }
         let t1 = Instant::now();
+        #[cfg(feature = "test-hooks")]
+        hooks::run(&hooks::BEFORE_COMMIT);
         let store_err = |e: anyhow::Error| (AckStatus::StoreError, e);
         let mut io = slot
             .io
