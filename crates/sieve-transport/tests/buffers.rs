@@ -376,18 +376,7 @@ async fn authenticated_large_frames_stay_within_the_buffer_budget() {
     // Warm up (runtime, TLS, allocator), then the baseline.
     let warm = write(src.path(), "warm.txt", &docs[0].1);
     rx.send_ok(&cfg, &[warm]).await;
-    // The sender returns on the ACK; the receiver counts the session once it has ended.
-    let st0 = rx.stats.clone();
-    wait_for(
-        "the warm-up session to end",
-        Duration::from_secs(20),
-        || {
-            st0.sessions_started.load(Ordering::Relaxed)
-                == st0.sessions_completed.load(Ordering::Relaxed)
-                    + st0.sessions_failed.load(Ordering::Relaxed)
-        },
-    )
-    .await;
+    rx.sessions_settle().await;
     let rss0 = rss();
     let stats0 = (
         rx.stats.sessions_completed.load(Ordering::Relaxed),
@@ -446,12 +435,7 @@ async fn authenticated_large_frames_stay_within_the_buffer_budget() {
     let after = write(src.path(), "after.txt", &docs[1].1);
     rx.send_ok(&cfg, &[after]).await;
     rx.assert_received("after.txt", &docs[1].1);
-    wait_for("every session to end", Duration::from_secs(20), || {
-        st.sessions_started.load(Ordering::Relaxed)
-            == st.sessions_completed.load(Ordering::Relaxed)
-                + st.sessions_failed.load(Ordering::Relaxed)
-    })
-    .await;
+    rx.sessions_settle().await;
     stop.store(true, Ordering::Relaxed);
     sampler.await.unwrap();
     rx.assert_no_partials_soon().await;

@@ -130,21 +130,6 @@ impl Rig {
         }
     }
 
-    /// Wait until the receiver has finished every session it started.
-    async fn sessions_settle(&self) {
-        let st = self.rx.stats.clone();
-        wait_for(
-            "the receiver to end every session",
-            Duration::from_secs(20),
-            || {
-                st.sessions_started.load(Ordering::Relaxed)
-                    == st.sessions_completed.load(Ordering::Relaxed)
-                        + st.sessions_failed.load(Ordering::Relaxed)
-            },
-        )
-        .await;
-    }
-
     /// One session with `fault` on `dir` of the next proxied connection; check every invariant.
     /// Returns whether the session completed with every document delivered.
     async fn inject(&mut self, dir: Dir, fault: Fault, must_complete: bool) -> bool {
@@ -163,7 +148,7 @@ impl Rig {
             .unwrap_or_else(|_| panic!("{what}: the sender hung"));
         let fired = self.proxy.fired() - fired0;
         assert!(fired > 0, "{what}: the fault never took effect");
-        self.sessions_settle().await;
+        self.rx.sessions_settle().await;
         self.rx.assert_no_partials_soon().await;
         let complete = match &result {
             Ok(r) => {

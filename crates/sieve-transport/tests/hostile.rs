@@ -318,12 +318,7 @@ async fn hostile_peers_on_both_ports() {
 
     // Everything hostile is gone: sessions ended, descriptors released.
     let st = rx.stats.clone();
-    wait_for("every session to end", Duration::from_secs(20), || {
-        st.sessions_started.load(Ordering::Relaxed)
-            == st.sessions_completed.load(Ordering::Relaxed)
-                + st.sessions_failed.load(Ordering::Relaxed)
-    })
-    .await;
+    rx.sessions_settle().await;
     wait_for(
         "file descriptors to return to the baseline",
         Duration::from_secs(20),

@@ -214,6 +214,22 @@ impl TestReceiver {
     }
 
     /// Send `files` in one session and require every document to be acknowledged.
+    /// Wait until the receiver has ended every session it started (it counts a session once the
+    /// session has ended, which may be after the sender returned on the last ACK).
+    pub async fn sessions_settle(&self) {
+        let st = self.stats.clone();
+        wait_for(
+            "the receiver to end every session",
+            Duration::from_secs(20),
+            || {
+                st.sessions_started.load(Ordering::Relaxed)
+                    == st.sessions_completed.load(Ordering::Relaxed)
+                        + st.sessions_failed.load(Ordering::Relaxed)
+            },
+        )
+        .await;
+    }
+
     pub async fn send_ok(&self, cfg: &SendConfig, files: &[PathBuf]) -> SessionReport {
         let r = send(cfg, files)
             .await
