@@ -70,7 +70,7 @@ pub struct SendConfig {
     /// Map documents into memory instead of reading them (see [`crate::source`]).
     pub mmap: bool,
     /// INSECURE, laboratory only: open the secure channels with a thesis TLS 1.2 suite through
-    /// OpenSSL instead of `tls` (feature `insecure-thesis-suites`; see [`crate::legacy_tls`]).
+    /// OpenSSL instead of `tls` (feature `insecure-thesis-suites`; see `legacy_tls.rs`).
     pub legacy: Option<LegacyConnector>,
 }
 

@@ -201,8 +201,8 @@ impl Source {
         self.map.is_some()
     }
 
-    /// Drop the mapped pages of the file's bytes `raw` from this process (see [`release`]); a
-    /// no-op without a mapping.
+    /// Drop the mapped pages of the file's bytes `raw` from this process (`MADV_DONTNEED`; see
+    /// the free function `release` below for why that is sound); a no-op without a mapping.
     pub fn release(&self, raw: std::ops::Range<u64>) {
         if let (Some(map), Ok(a), Ok(b)) = (
             &self.map,

@@ -1,0 +1,283 @@
+//! The receiver (`sieve serve`): accepts sessions, joins their channels, writes every piece to its
+//! place, and commits each document durably before acknowledging it.
+//!
+//! One TLS listener (channel 0 and extra secure channels) and one plain listener (plain channels).
+//! A session is created by a HELLO on a fresh TLS connection; every other connection must JOIN an
+//! existing session with a token derived from that session's TLS exporter. Pieces are written by
+//! position (thesis §3.2 integration becomes "check that every byte arrived"), the cleartext
+//! digest is checked, and only then is the file renamed into place and the ACK sent.
+//!
+//! - `mod.rs`: the listeners and the accept loops; what the receiver shares among sessions.
+//! - `accept.rs`: one connection, from its handshake to HELLO (a new session) or JOIN.
+//! - `session.rs`: one session's loops, its acknowledgements, and how it ends.
+//! - `document.rs`: one document, from its manifest through its pieces to its commit.
+//! - `limits.rs`: what the receiver allows, and how its budgets are shared.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
+use tracing::{debug, info, warn};
+
+use crate::conn::{BufferStats, FrameBudget};
+use crate::store;
+use crate::tls::{Acceptor, LegacyAcceptor};
+
+use session::Session;
+
+mod accept;
+mod document;
+#[cfg(feature = "test-hooks")]
+pub mod hooks;
+mod limits;
+mod session;
+
+pub use limits::{
+    honest_buffer_bytes, session_frame_limit, FdBudget, ServeLimits, DEFAULT_MAX_BUFFER_BYTES,
+    MAX_CHANNELS, MAX_OPEN_DOCS, MIN_BUFFER_BYTES, MIN_SESSION_PAYLOAD, PREAUTH_MAX_PAYLOAD,
+    SESSION_BUFFER_SHARE,
+};
+
+pub struct ServeConfig {
+    pub dir: PathBuf,
+    pub tls: Arc<rustls::ServerConfig>,
+    pub listen: SocketAddr,
+    pub plain_listen: SocketAddr,
+    /// What senders are told to connect to for plain channels (default: the plain listen address).
+    pub plain_advertise: Option<String>,
+    /// Receive, verify and acknowledge, but write nothing.
+    pub discard: bool,
+    /// INSECURE, laboratory only: accept secure channels with OpenSSL, which also offers the
+    /// thesis's TLS 1.2 suites (feature `insecure-thesis-suites`; see `legacy_tls.rs`).
+    pub legacy: Option<LegacyAcceptor>,
+    pub limits: ServeLimits,
+}
+
+/// Counters a receiver keeps; read them in tests and reports.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub sessions_started: AtomicU64,
+    pub sessions_completed: AtomicU64,
+    pub sessions_failed: AtomicU64,
+    pub docs_committed: AtomicU64,
+    pub docs_failed: AtomicU64,
+    pub bad_joins: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub bytes_received: AtomicU64,
+    /// Connections, sessions and documents refused because the receiver was at its limit of
+    /// open files ([`FdBudget`]).
+    pub fd_limit_refusals: AtomicU64,
+    /// Frame-buffer memory (see [`ServeLimits::max_buffer_bytes`]): held now, peak, waits, and
+    /// reads failed because it stayed spent.
+    pub buffer: Arc<BufferStats>,
+    /// Sessions ended because a channel waited too long for frame-buffer memory.
+    pub buffer_refusals: AtomicU64,
+}
+
+struct Shared {
+    cfg: ServeConfig,
+    stats: Arc<Stats>,
+    sessions: Mutex<HashMap<[u8; 16], Arc<Session>>>,
+    session_permits: Arc<Semaphore>,
+    pending_permits: Arc<Semaphore>,
+    acceptor: Acceptor,
+    advertise: String,
+    fds: FdBudget,
+    /// Descriptors held by connections and documents (see [`FdBudget`]).
+    fds_used: Arc<AtomicU64>,
+    /// Frame-buffer memory of every authenticated connection.
+    buffers: Arc<FrameBudget>,
+}
+
+/// A receiver bound to its ports, ready to run.
+pub struct Receiver {
+    tls: TcpListener,
+    plain: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Receiver {
+    pub async fn bind(cfg: ServeConfig) -> Result<Receiver> {
+        if !cfg.discard {
+            store::check_dir(&cfg.dir)?;
+            let n = store::clean_stale(&cfg.dir)?;
+            if n > 0 {
+                info!(
+                    removed = n,
+                    "removed temporary files left by an interrupted receiver"
+                );
+            }
+        }
+        let tls = TcpListener::bind(cfg.listen).await.with_context(|| {
+            format!(
+                "cannot listen on {} (is another receiver running?)",
+                cfg.listen
+            )
+        })?;
+        let plain = TcpListener::bind(cfg.plain_listen).await.with_context(|| {
+            format!(
+                "cannot listen on {} (is another receiver running?)",
+                cfg.plain_listen
+            )
+        })?;
+        let advertise = match &cfg.plain_advertise {
+            Some(a) => a.clone(),
+            None => plain.local_addr()?.to_string(),
+        };
+        if cfg.limits.max_buffer_bytes < MIN_BUFFER_BYTES {
+            bail!(
+                "the frame-buffer budget of {} bytes is too small: give at least {} MiB \
+                 (--max-buffer-memory)",
+                cfg.limits.max_buffer_bytes,
+                MIN_BUFFER_BYTES >> 20
+            );
+        }
+        let stats = Arc::new(Stats::default());
+        let buffers = Arc::new(FrameBudget::new(
+            cfg.limits.max_buffer_bytes,
+            cfg.limits.idle_timeout,
+            stats.buffer.clone(),
+        ));
+        let fds = match cfg.limits.max_open_files {
+            Some(n) => FdBudget::for_limit(n),
+            None => FdBudget::for_this_process(),
+        };
+        let shared = Arc::new(Shared {
+            fds,
+            fds_used: Arc::new(AtomicU64::new(0)),
+            acceptor: match &cfg.legacy {
+                None => Acceptor::Rustls(TlsAcceptor::from(cfg.tls.clone())),
+                #[cfg(feature = "insecure-thesis-suites")]
+                Some(l) => Acceptor::Legacy(l.clone()),
+                #[cfg(not(feature = "insecure-thesis-suites"))]
+                Some(never) => match *never {},
+            },
+            session_permits: Arc::new(Semaphore::new(cfg.limits.max_sessions)),
+            pending_permits: Arc::new(Semaphore::new(cfg.limits.max_pending)),
+            stats,
+            buffers,
+            sessions: Mutex::new(HashMap::new()),
+            advertise,
+            cfg,
+        });
+        Ok(Receiver { tls, plain, shared })
+    }
+
+    pub fn tls_addr(&self) -> SocketAddr {
+        self.tls
+            .local_addr()
+            .expect("bound listener has an address")
+    }
+
+    pub fn plain_addr(&self) -> SocketAddr {
+        self.plain
+            .local_addr()
+            .expect("bound listener has an address")
+    }
+
+    pub fn stats(&self) -> Arc<Stats> {
+        self.shared.stats.clone()
+    }
+
+    /// How file descriptors are shared out (see [`FdBudget`]).
+    pub fn fd_budget(&self) -> FdBudget {
+        self.shared.fds
+    }
+
+    /// Serve until the task is dropped.
+    pub async fn run(self) -> Result<()> {
+        info!(tls = %self.tls_addr(), plain = %self.plain_addr(), advertise = %self.shared.advertise,
+              dir = %self.shared.cfg.dir.display(), discard = self.shared.cfg.discard, "receiver listening");
+        let fds = self.shared.fds;
+        info!(
+            open_files = fds.nofile,
+            connections_until = fds.conn_limit,
+            documents_until = fds.doc_limit,
+            "file descriptor budget"
+        );
+        let limits = &self.shared.cfg.limits;
+        info!(mib = limits.max_buffer_bytes >> 20, "frame buffer budget");
+        let honest = honest_buffer_bytes(limits.max_sessions);
+        if limits.max_buffer_bytes < honest {
+            warn!(
+                budget_mib = limits.max_buffer_bytes >> 20,
+                "the frame-buffer budget is below {} MiB, what {} sessions of {MAX_CHANNELS} \
+                 channels with 256 KiB frames need to never wait for each other: busy sessions \
+                 may wait for memory, and fail after the idle timeout",
+                honest.div_ceil(1 << 20),
+                limits.max_sessions
+            );
+        }
+        let plain_shared = self.shared.clone();
+        let plain = self.plain;
+        let plain_loop = async move {
+            loop {
+                let (tcp, peer) = match plain.accept().await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        warn!("plain accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Some(fd) = plain_shared.take_conn_fd() else {
+                    continue;
+                };
+                let Ok(permit) = plain_shared.pending_permits.clone().try_acquire_owned() else {
+                    plain_shared
+                        .stats
+                        .rejected_connections
+                        .fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let s = plain_shared.clone();
+                tokio::spawn(async move {
+                    let _fd = fd;
+                    if let Err(e) = s.clone().plain_conn(tcp, permit).await {
+                        debug!(%peer, "plain connection refused: {e:#}");
+                    }
+                });
+            }
+        };
+        let shared = self.shared.clone();
+        let tls = self.tls;
+        let tls_loop = async move {
+            loop {
+                let (tcp, peer) = match tls.accept().await {
+                    Ok(c) => c,
+                    Err(e) => {
+                        warn!("TLS accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let Some(fd) = shared.take_conn_fd() else {
+                    continue;
+                };
+                let Ok(permit) = shared.pending_permits.clone().try_acquire_owned() else {
+                    shared
+                        .stats
+                        .rejected_connections
+                        .fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let s = shared.clone();
+                tokio::spawn(async move {
+                    let _fd = fd;
+                    if let Err(e) = s.clone().tls_conn(tcp, peer, permit).await {
+                        debug!(%peer, "TLS connection ended: {e:#}");
+                    }
+                });
+            }
+        };
+        tokio::join!(plain_loop, tls_loop);
+        Ok(())
+    }
+}
