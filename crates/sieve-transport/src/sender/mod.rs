@@ -1,0 +1,485 @@
+//! The sender (`sieve send`): sieve, connect, split, send, and wait for durable acknowledgements.
+//!
+//! Order of work, and what the thesis's metrics (§5.1.1) measure:
+//! 1. *sieve*: every document is prepared (marks found) before the network is touched, so a badly
+//!    marked file fails with nothing sent;
+//! 2. *connect*: channel 0 (TLS handshake), HELLO/SESSION, then the extra TLS channels (resumed
+//!    sessions) and the plain channels, each joining with its token;
+//! 3. *split*: the plan of each stream over its channels (ES/SS/BFS/BES/BSS) or the dynamic
+//!    scheduler;
+//! 4. *transfer*: manifests over channel 0, pieces over every channel at once, a DOC_END with the
+//!    cleartext digest per document, until every document is acknowledged.
+//!
+//! Response time = sieve + split + transfer until the last acknowledgement (which includes the
+//! receiver's combine, integrate and commit); total time = connect + response.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use sieve_core::batch::BatchSplit;
+use sieve_core::ledger::Ledger;
+use sieve_core::message::{self, AckStatus, Doc, Hello, Mode};
+use sieve_core::split::Split;
+use sieve_core::Kind;
+use tokio::sync::Mutex as AsyncMutex;
+use tokio::task::JoinSet;
+
+use crate::cpu::cpu_time;
+use crate::source::{Classify, Source};
+use crate::tls::LegacyConnector;
+
+mod answers;
+mod channel;
+mod connect;
+
+use answers::await_answers;
+use channel::{Shared, Work};
+use connect::{batch_code, connect, split_code, Connected};
+
+/// Most documents a session has in progress (some bytes sent, not yet acknowledged) at once,
+/// fewer if the receiver's SESSION says it holds fewer open (`max_open_docs`).
+pub const MAX_UNACKED_DOCS: u32 = 512;
+
+/// Everything `sieve send` needs besides the files.
+#[derive(Clone)]
+pub struct SendConfig {
+    /// The receiver's TLS address, `host:port`.
+    pub to: String,
+    /// Name to verify in the receiver's certificate (default: the host of `to`).
+    pub server_name: Option<String>,
+    pub tls: Arc<rustls::ClientConfig>,
+    pub mode: Mode,
+    pub secure_channels: u8,
+    pub plain_channels: u8,
+    pub split: Split,
+    pub batch_split: BatchSplit,
+    pub classify: Classify,
+    /// Bytes per data frame (and per dynamic chunk).
+    pub chunk: u32,
+    /// Give up when nothing moves for this long.
+    pub idle_timeout: Duration,
+    /// Emulated application work per MB of classified data (the thesis's "additional processing
+    /// time" AP of §5.2.4.1: the client sleeps AP for every MB it must protect). Zero normally.
+    pub processing_per_secure_mb: Duration,
+    /// Map documents into memory instead of reading them (see [`crate::source`]).
+    pub mmap: bool,
+    /// INSECURE, laboratory only: open the secure channels with a thesis TLS 1.2 suite through
+    /// OpenSSL instead of `tls` (feature `insecure-thesis-suites`; see `legacy_tls.rs`).
+    pub legacy: Option<LegacyConnector>,
+}
+
+/// Live counters for a progress display.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub total_bytes: AtomicU64,
+    pub docs: AtomicU64,
+    pub docs_acked: AtomicU64,
+    /// Bytes sent per channel: secure channels first, then plain channels.
+    pub per_channel: Mutex<Vec<Arc<AtomicU64>>>,
+    /// Bytes not sent because the receiver had already failed their document.
+    pub skipped: AtomicU64,
+}
+
+impl Progress {
+    pub fn sent(&self) -> u64 {
+        self.per_channel
+            .lock()
+            .map(|v| v.iter().map(|c| c.load(Ordering::Relaxed)).sum())
+            .unwrap_or(0)
+    }
+}
+
+/// Outcome of one document.
+#[derive(Debug, Clone, Serialize)]
+pub struct DocReport {
+    pub name: String,
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub ok: bool,
+    pub error: Option<String>,
+}
+
+/// One session's measurements (DESIGN.md §7), printed by `--json`.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct SessionReport {
+    pub mode: String,
+    pub secure_channels: u8,
+    pub plain_channels: u8,
+    pub split: String,
+    pub batch_split: String,
+    pub docs: usize,
+    pub docs_ok: usize,
+    pub bytes: u64,
+    pub secure_bytes: u64,
+    pub plain_bytes: u64,
+    pub connect_ms: f64,
+    pub connect_first_tls_ms: f64,
+    pub connect_extra_tls_ms: f64,
+    pub connect_plain_ms: f64,
+    pub tls_resumed: usize,
+    pub response_ms: f64,
+    pub total_ms: f64,
+    pub sieve_ms: f64,
+    /// Emulated additional processing (see [`SendConfig::processing_per_secure_mb`]).
+    pub processing_ms: f64,
+    pub split_ms: f64,
+    pub transfer_ms: f64,
+    pub combine_ms: f64,
+    pub integrate_ms: f64,
+    pub commit_ms: f64,
+    pub cpu_ms: f64,
+    pub cipher: String,
+    pub failures: Vec<DocReport>,
+    #[serde(skip)]
+    pub documents: Vec<DocReport>,
+}
+
+/// Why a session stopped before every document was answered, and what was delivered by then.
+///
+/// It is the outermost context of the error [`send`] returns once documents were announced, so
+/// `err.downcast_ref::<Undelivered>()` finds it (`sieve send --json` prints it). Only documents
+/// in `delivered` were acknowledged, that is verified, fsynced and renamed into place by the
+/// receiver; every other document must be taken as not delivered.
+#[derive(Debug, Clone, Serialize)]
+pub struct Undelivered {
+    /// What went wrong, in a few words.
+    pub what: String,
+    pub docs: usize,
+    /// Names of the documents acknowledged as stored, in the order they were given.
+    pub delivered: Vec<String>,
+    /// Documents the receiver answered with a failure, with its reason.
+    pub failed: Vec<DocReport>,
+}
+
+impl Undelivered {
+    fn new(what: impl Into<String>, acks: &[Option<message::Ack>], sources: &[Source]) -> Self {
+        let mut u = Undelivered {
+            what: what.into(),
+            docs: sources.len(),
+            delivered: Vec::new(),
+            failed: Vec::new(),
+        };
+        for (a, src) in acks.iter().zip(sources) {
+            match a {
+                Some(a) if a.status == AckStatus::Ok => u.delivered.push(src.name.clone()),
+                Some(a) => u.failed.push(DocReport {
+                    name: src.name.clone(),
+                    path: src.path.clone(),
+                    bytes: src.output_len(),
+                    ok: false,
+                    error: Some(format!("{:?}: {}", a.status, a.message)),
+                }),
+                None => {}
+            }
+        }
+        u
+    }
+}
+
+impl std::fmt::Display for Undelivered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const SHOWN: usize = 20;
+        let list = |names: &[&str]| {
+            let mut s = names
+                .iter()
+                .take(SHOWN)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if names.len() > SHOWN {
+                s.push_str(&format!(" and {} more", names.len() - SHOWN));
+            }
+            s
+        };
+        write!(
+            f,
+            "{}; {} of {} documents were acknowledged",
+            self.what,
+            self.delivered.len(),
+            self.docs
+        )?;
+        if !self.delivered.is_empty() {
+            let names: Vec<&str> = self.delivered.iter().map(String::as_str).collect();
+            write!(f, " ({})", list(&names))?;
+        }
+        if !self.failed.is_empty() {
+            let names: Vec<&str> = self.failed.iter().map(|d| d.name.as_str()).collect();
+            write!(
+                f,
+                "; {} failed on the receiver ({})",
+                self.failed.len(),
+                list(&names)
+            )?;
+        }
+        if self.delivered.len() + self.failed.len() < self.docs {
+            write!(f, "; the others were not delivered")?;
+        }
+        Ok(())
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Send `files` in one session.
+pub async fn send(
+    cfg: &SendConfig,
+    files: &[PathBuf],
+    progress: Arc<Progress>,
+) -> Result<SessionReport> {
+    if files.is_empty() {
+        bail!("no files to send");
+    }
+    let cpu0 = cpu_time(None);
+    let secure_only = cfg.mode == Mode::SecureOnly;
+    let n_secure = cfg.secure_channels.clamp(1, 16);
+    let n_plain = if secure_only {
+        0
+    } else {
+        cfg.plain_channels.clamp(1, 16)
+    };
+
+    // 1. Sieve.
+    let t_sieve = Instant::now();
+    let classify = if secure_only {
+        match &cfg.classify {
+            // Secure-only keeps the bytes as they are, unless marks must be stripped.
+            Classify::Marks(m) if m.strip => Classify::Marks(m.clone()),
+            _ => Classify::All,
+        }
+    } else {
+        cfg.classify.clone()
+    };
+    let files_owned = files.to_vec();
+    let mmap = cfg.mmap;
+    let mut sources = tokio::task::spawn_blocking(move || {
+        files_owned
+            .iter()
+            .map(|f| Source::prepare(f, &classify, mmap))
+            .collect::<Result<Vec<_>>>()
+    })
+    .await??;
+    if secure_only {
+        // Everything classified: one secure segment per document.
+        for s in &mut sources {
+            s.set_all_secure();
+        }
+    }
+    let sieve_time = t_sieve.elapsed();
+    if !cfg.processing_per_secure_mb.is_zero() {
+        let secure: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
+        tokio::time::sleep(cfg.processing_per_secure_mb.mul_f64(secure as f64 / 1e6)).await;
+    }
+    let processing_time = t_sieve.elapsed() - sieve_time;
+    let total_bytes: u64 = sources.iter().map(|s| s.output_len()).sum();
+    progress.total_bytes.store(
+        sources.iter().map(|s| s.layout.content_len()).sum(),
+        Ordering::Relaxed,
+    );
+    progress.docs.store(sources.len() as u64, Ordering::Relaxed);
+
+    // 2. Connect.
+    let hello = Hello {
+        version: message::PROTOCOL_VERSION,
+        mode: cfg.mode,
+        secure_channels: n_secure,
+        plain_channels: n_plain,
+        split: split_code(cfg.split),
+        batch_split: batch_code(cfg.batch_split),
+        chunk_size: cfg.chunk,
+        docs: sources.len() as u32,
+    };
+    let t_connect = Instant::now();
+    let Connected {
+        mut reader0,
+        mut writer0,
+        session,
+        mac,
+        cipher,
+        secure_writers,
+        plain_writers,
+        resumed,
+        queues,
+        first_tls,
+        extra_tls,
+        plain: plain_time,
+    } = connect(cfg, hello).await?;
+    let connect_time = t_connect.elapsed();
+
+    // Data frames must fit the receiver's frame limit, whatever chunk size was asked for.
+    let chunk = cfg
+        .chunk
+        .min(
+            session
+                .max_payload
+                .saturating_sub(message::DATA_PREFIX_LEN as u32),
+        )
+        .max(1);
+
+    // 3. Split.
+    let t_split = Instant::now();
+    let work = [Kind::Plain, Kind::Secure].map(|kind| {
+        let k = if kind == Kind::Secure {
+            n_secure
+        } else {
+            n_plain.max(1)
+        } as usize;
+        let lens: Vec<u64> = sources.iter().map(|s| s.stream_len(kind)).collect();
+        let plan = if sources.len() == 1 {
+            cfg.split.plan(&sources[0].layout.lens_of(kind), k)
+        } else {
+            let docs: Vec<Vec<u64>> = sources.iter().map(|s| s.layout.lens_of(kind)).collect();
+            cfg.batch_split.plan(&docs, k)
+        };
+        Work::new(plan, &lens, u64::from(chunk))
+    });
+    let split_time = t_split.elapsed();
+
+    // 4. Transfer.
+    let t_transfer = Instant::now();
+    let manifests: Vec<Doc> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Doc {
+            doc: i as u32,
+            name: s.name.clone(),
+            layout: s.layout.clone(),
+            marks: s.marks.clone(),
+        })
+        .collect();
+    // Check every manifest before any is sent, so an oversized one fails the session cleanly.
+    for (m, s) in manifests.iter().zip(&sources) {
+        m.validate()
+            .with_context(|| format!("{} cannot be described to the receiver", s.path.display()))?;
+        if m.encoded_len() > session.max_payload as usize {
+            bail!(
+                "{} has {} segments; its manifest ({} bytes) exceeds the receiver's frame limit of {} bytes. \
+                 Merge adjacent classified parts or split the document",
+                s.path.display(),
+                m.layout.lens.len(),
+                m.encoded_len(),
+                session.max_payload
+            );
+        }
+    }
+    for doc in &manifests {
+        writer0.send(|o| doc.encode(o)).await?;
+    }
+    writer0.flush().await?;
+    let remaining = sources
+        .iter()
+        .map(|s| AtomicU64::new(s.layout.content_len()))
+        .collect();
+    let plain_ledgers = sources.iter().map(|_| Mutex::new(Ledger::new())).collect();
+    let secure_bytes: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
+    let plain_bytes: u64 = sources.iter().map(|s| s.stream_len(Kind::Plain)).sum();
+    let n_sources = sources.len();
+    let shared = Arc::new(Shared {
+        sources,
+        work,
+        remaining,
+        plain_ledgers,
+        ctl: AsyncMutex::new(writer0),
+        chunk: chunk as usize,
+        mac,
+        acked_below: tokio::sync::watch::Sender::new(0),
+        window: MAX_UNACKED_DOCS.min(session.max_open_docs).max(1),
+        answered: (0..n_sources).map(|_| AtomicBool::new(false)).collect(),
+        progress: progress.clone(),
+    });
+    for (i, s) in shared.sources.iter().enumerate() {
+        if s.layout.content_len() == 0 {
+            shared.send_doc_end(i).await?;
+        }
+    }
+    let mut counters = Vec::new();
+    let mut tasks: JoinSet<Result<()>> = JoinSet::new();
+    for (i, w) in secure_writers.into_iter().enumerate() {
+        let c = Arc::new(AtomicU64::new(0));
+        counters.push(c.clone());
+        let sh = shared.clone();
+        tasks.spawn(async move {
+            sh.channel(Kind::Secure, i, w, c)
+                .await
+                .with_context(|| format!("secure channel {i}"))
+        });
+    }
+    for (i, w) in plain_writers.into_iter().enumerate() {
+        let c = Arc::new(AtomicU64::new(0));
+        counters.push(c.clone());
+        let sh = shared.clone();
+        tasks.spawn(async move {
+            sh.channel(Kind::Plain, i, w, c)
+                .await
+                .with_context(|| format!("plain channel {i}"))
+        });
+    }
+    if let Ok(mut pc) = progress.per_channel.lock() {
+        *pc = counters;
+    }
+
+    // Acknowledgements arrive on channel 0 while the channels send.
+    let n_docs = shared.sources.len();
+    let acks = await_answers(cfg, &shared, tasks, &mut reader0, &queues, &progress).await?;
+    let transfer_time = t_transfer.elapsed();
+    {
+        let mut w = shared.ctl.lock().await;
+        w.send(|o| message::Bye {}.encode(o)).await?;
+        w.flush().await?;
+        let _ = w.shutdown().await;
+    }
+
+    let mut report = SessionReport {
+        mode: if secure_only { "secure-only" } else { "sieve" }.into(),
+        secure_channels: n_secure,
+        plain_channels: n_plain,
+        split: cfg.split.to_string(),
+        batch_split: cfg.batch_split.to_string(),
+        docs: n_docs,
+        bytes: total_bytes,
+        secure_bytes,
+        plain_bytes,
+        connect_ms: ms(connect_time),
+        connect_first_tls_ms: ms(first_tls),
+        connect_extra_tls_ms: ms(extra_tls),
+        connect_plain_ms: ms(plain_time),
+        tls_resumed: resumed,
+        sieve_ms: ms(sieve_time),
+        split_ms: ms(split_time),
+        transfer_ms: ms(transfer_time),
+        cipher,
+        ..Default::default()
+    };
+    report.processing_ms = ms(processing_time);
+    report.response_ms =
+        report.sieve_ms + report.processing_ms + report.split_ms + report.transfer_ms;
+    report.total_ms = report.connect_ms + report.response_ms;
+    for (i, a) in acks.into_iter().enumerate() {
+        let src = &shared.sources[i];
+        let a = a.context("internal error: missing acknowledgement")?;
+        report.combine_ms += a.receive_us as f64 / 1000.0;
+        report.integrate_ms += a.integrate_us as f64 / 1000.0;
+        report.commit_ms += a.commit_us as f64 / 1000.0;
+        let ok = a.status == AckStatus::Ok;
+        let d = DocReport {
+            name: src.name.clone(),
+            path: src.path.clone(),
+            bytes: src.output_len(),
+            ok,
+            error: (!ok).then(|| format!("{:?}: {}", a.status, a.message)),
+        };
+        if ok {
+            report.docs_ok += 1;
+        } else {
+            report.failures.push(d.clone());
+        }
+        report.documents.push(d);
+    }
+    report.cpu_ms = ms(cpu_time(None).saturating_sub(cpu0));
+    Ok(report)
+}
