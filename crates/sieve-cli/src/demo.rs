@@ -163,11 +163,12 @@ pub async fn run(args: &Args) -> Result<()> {
     let row = |label: &str, rs: &[SessionReport]| {
         let m = |f: fn(&SessionReport) -> f64| median(rs.iter().map(f).collect());
         println!(
-            "{label:<12} {:>11.1} {:>10.1} {:>10.1} {:>9.1} {:>8.1} {:>13}",
+            "{label:<12} {:>11.1} {:>10.1} {:>10.1} {:>9.1} {:>9.1} {:>8.1} {:>13}",
             m(|r| r.response_ms),
             m(|r| r.connect_ms),
             m(|r| r.total_ms),
             m(|r| r.sieve_ms),
+            m(|r| r.commit_ms),
             m(|r| r.cpu_ms),
             rs.first().map_or(0, |r| r.secure_bytes)
         );
@@ -178,11 +179,15 @@ pub async fn run(args: &Args) -> Result<()> {
         name, args.rounds
     );
     println!(
-        "{:<12} {:>11} {:>10} {:>10} {:>9} {:>8} {:>13}",
-        "mode", "response", "connect", "total", "sieve", "cpu", "bytes on TLS"
+        "{:<12} {:>11} {:>10} {:>10} {:>9} {:>9} {:>8} {:>13}",
+        "mode", "response", "connect", "total", "sieve", "commit", "cpu", "bytes on TLS"
     );
     row("secure-only", &results[0]);
     row("sieve", &results[1]);
+    println!(
+        "(commit: the receiver's fsync and rename, part of every response, since an \
+         acknowledgement means the file is on disk)"
+    );
     let so = median(results[0].iter().map(|r| r.response_ms).collect());
     let sv = median(results[1].iter().map(|r| r.response_ms).collect());
     let so_cpu = median(results[0].iter().map(|r| r.cpu_ms).collect());

@@ -321,3 +321,45 @@ fn thesis_suites_move_documents_and_are_refused_by_normal_receivers() {
     assert!(text(&o.stderr).contains("handshake"), "{}", text(&o.stderr));
     assert!(!normal.out.join("doc.txt").exists());
 }
+
+/// The README's first command (`cargo run --release`) is `sieve` with no arguments: the demo.
+/// It must run on its built-in default, check every received file itself, and print one row per
+/// mode in which the sieve put only the classified tenth of the document on TLS.
+#[test]
+fn sieve_without_arguments_runs_the_demo() {
+    let o = run(&mut sieve());
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "sieve (demo) failed: {err}\n{out}");
+    assert!(err.contains("no command given: running the demo"), "{err}");
+    assert!(
+        out.contains("every received file was byte-identical"),
+        "{out}"
+    );
+    // mode, response, connect, total, sieve, commit, cpu, bytes on TLS
+    let row = |mode: &str| -> Vec<f64> {
+        let line = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(mode))
+            .unwrap_or_else(|| panic!("no {mode} row in:\n{out}"));
+        line.split_whitespace()
+            .skip(1)
+            .map(|v| {
+                v.parse()
+                    .unwrap_or_else(|_| panic!("bad number in {line:?}"))
+            })
+            .collect()
+    };
+    let (so, sv) = (row("secure-only"), row("sieve"));
+    assert_eq!(so.len(), 7, "{out}");
+    assert_eq!(sv.len(), 7, "{out}");
+    // The built-in document: 64 MB of content at P = 0.1, sent whole over TLS in secure-only.
+    assert_eq!(so[6], 64_002_560.0, "{out}");
+    assert_eq!(sv[6], 6_400_000.0, "{out}");
+    for r in [&so, &sv] {
+        assert!(
+            r[0] > 0.0 && r[2] >= r[0],
+            "response and total times: {out}"
+        );
+    }
+    assert!(out.contains("improvement (thesis eq. 1)"), "{out}");
+}
