@@ -125,9 +125,7 @@ impl Shared {
                 let session = self.find_session(&join)?;
                 writer.send(|o| JoinOk {}.encode(o)).await?;
                 writer.flush().await?;
-                reader.set_limits(session.frame);
-                reader.count_waits_in(session.memory_waiters.clone());
-                reader.report_activity_to(session.activity.clone());
+                session.attach(&mut reader);
                 session.run_channel(Kind::Secure, &mut reader).await;
                 Ok(())
             }
@@ -175,13 +173,11 @@ impl Shared {
         };
         let session = self.find_session(&join)?;
         drop(permit);
-        reader.set_limits(session.frame);
+        session.attach(&mut reader);
         reader.set_budget(self.buffers.clone());
         let mut writer = FrameWriter::new(Box::new(w));
         writer.send(|o| JoinOk {}.encode(o)).await?;
         writer.flush().await?;
-        reader.count_waits_in(session.memory_waiters.clone());
-        reader.report_activity_to(session.activity.clone());
         session.run_channel(Kind::Plain, &mut reader).await;
         Ok(())
     }
@@ -308,9 +304,7 @@ impl Shared {
         self.stats.sessions_started.fetch_add(1, Ordering::Relaxed);
         info!(session = %session.hex_id(), mode = ?hello.mode, secure = hello.secure_channels, plain = hello.plain_channels, %cipher, "session started");
         let sent = session.ctl.lock().await.flush().await;
-        reader.set_limits(session.frame);
-        reader.count_waits_in(session.memory_waiters.clone());
-        reader.report_activity_to(session.activity.clone());
+        session.attach(&mut reader);
         let result = match sent {
             Ok(()) => session.control_loop(&mut reader).await,
             Err(e) => Err(e),

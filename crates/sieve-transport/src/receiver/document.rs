@@ -109,7 +109,6 @@ impl Session {
     }
 
     pub(super) async fn data(self: &Arc<Self>, kind: Kind, d: DataRef<'_>) -> Result<()> {
-        self.touch();
         let Some(slot) = self.slot(d.doc).await? else {
             // A refused document: the sender did not wait for our answer before sending it.
             return Ok(());

@@ -14,6 +14,7 @@
 //! - `limits.rs`: what the receiver allows, and how its budgets are shared.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
@@ -215,69 +216,62 @@ impl Receiver {
                 limits.max_sessions
             );
         }
-        let plain_shared = self.shared.clone();
-        let plain = self.plain;
-        let plain_loop = async move {
-            loop {
-                let (tcp, peer) = match plain.accept().await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        warn!("plain accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let Some(fd) = plain_shared.take_conn_fd() else {
-                    continue;
-                };
-                let Ok(permit) = plain_shared.pending_permits.clone().try_acquire_owned() else {
-                    plain_shared
-                        .stats
-                        .rejected_connections
-                        .fetch_add(1, Ordering::Relaxed);
-                    continue;
-                };
-                let s = plain_shared.clone();
-                tokio::spawn(async move {
-                    let _fd = fd;
-                    if let Err(e) = s.clone().plain_conn(tcp, permit).await {
-                        debug!(%peer, "plain connection refused: {e:#}");
-                    }
-                });
-            }
-        };
-        let shared = self.shared.clone();
-        let tls = self.tls;
-        let tls_loop = async move {
-            loop {
-                let (tcp, peer) = match tls.accept().await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        warn!("TLS accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let Some(fd) = shared.take_conn_fd() else {
-                    continue;
-                };
-                let Ok(permit) = shared.pending_permits.clone().try_acquire_owned() else {
-                    shared
-                        .stats
-                        .rejected_connections
-                        .fetch_add(1, Ordering::Relaxed);
-                    continue;
-                };
-                let s = shared.clone();
-                tokio::spawn(async move {
-                    let _fd = fd;
-                    if let Err(e) = s.clone().tls_conn(tcp, peer, permit).await {
-                        debug!(%peer, "TLS connection ended: {e:#}");
-                    }
-                });
-            }
-        };
+        let plain_loop = accept_loop(
+            self.plain,
+            self.shared.clone(),
+            ("plain", "plain connection refused"),
+            |s, tcp, _, permit| s.plain_conn(tcp, permit),
+        );
+        let tls_loop = accept_loop(
+            self.tls,
+            self.shared.clone(),
+            ("TLS", "TLS connection ended"),
+            |s, tcp, peer, permit| s.tls_conn(tcp, peer, permit),
+        );
         tokio::join!(plain_loop, tls_loop);
         Ok(())
+    }
+}
+
+/// Accept connections on `listener` for as long as the receiver runs. Each one is counted against
+/// the descriptor budget and the limit of unauthenticated connections (refused, and counted, when
+/// either is spent) and then served by `serve` on a task of its own. `what`: the listener's name
+/// and the log message for a connection that ends in an error.
+async fn accept_loop<F, Fut>(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    what: (&'static str, &'static str),
+    serve: F,
+) where
+    F: Fn(Arc<Shared>, TcpStream, SocketAddr, OwnedSemaphorePermit) -> Fut,
+    Fut: Future<Output = Result<()>> + Send + 'static,
+{
+    let (name, ended) = what;
+    loop {
+        let (tcp, peer) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                warn!("{name} accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Some(fd) = shared.take_conn_fd() else {
+            continue;
+        };
+        let Ok(permit) = shared.pending_permits.clone().try_acquire_owned() else {
+            shared
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            continue;
+        };
+        let conn = serve(shared.clone(), tcp, peer, permit);
+        tokio::spawn(async move {
+            let _fd = fd;
+            if let Err(e) = conn.await {
+                debug!(%peer, "{ended}: {e:#}");
+            }
+        });
     }
 }

@@ -55,8 +55,12 @@ impl Session {
         self.id.iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    pub(super) fn touch(&self) {
-        self.activity.touch();
+    /// Make `reader` a channel of this session: the session's frame limit, its count of channels
+    /// waiting for memory, and its activity (every byte read counts against the idle timeout).
+    pub(super) fn attach(&self, reader: &mut FrameReader) {
+        reader.set_limits(self.frame);
+        reader.count_waits_in(self.memory_waiters.clone());
+        reader.report_activity_to(self.activity.clone());
     }
 
     pub(super) fn idle_for(&self) -> Duration {
@@ -186,7 +190,6 @@ impl Session {
                 Ok(Err(e)) => return Err(e),
                 Ok(Ok(Some(f))) => f,
             };
-            self.touch();
             match ty {
                 FrameType::Data => self.data(Kind::Secure, DataRef::parse(payload)?).await?,
                 FrameType::Doc => {

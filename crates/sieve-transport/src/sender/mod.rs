@@ -399,25 +399,22 @@ pub async fn send(
     }
     let mut counters = Vec::new();
     let mut tasks: JoinSet<Result<()>> = JoinSet::new();
-    for (i, w) in secure_writers.into_iter().enumerate() {
-        let c = Arc::new(AtomicU64::new(0));
-        counters.push(c.clone());
-        let sh = shared.clone();
-        tasks.spawn(async move {
-            sh.channel(Kind::Secure, i, w, c)
-                .await
-                .with_context(|| format!("secure channel {i}"))
-        });
-    }
-    for (i, w) in plain_writers.into_iter().enumerate() {
-        let c = Arc::new(AtomicU64::new(0));
-        counters.push(c.clone());
-        let sh = shared.clone();
-        tasks.spawn(async move {
-            sh.channel(Kind::Plain, i, w, c)
-                .await
-                .with_context(|| format!("plain channel {i}"))
-        });
+    // Secure channels first, then plain ones: the order of `Progress::per_channel`.
+    let kinds = [
+        (Kind::Secure, "secure", secure_writers),
+        (Kind::Plain, "plain", plain_writers),
+    ];
+    for (kind, what, writers) in kinds {
+        for (i, w) in writers.into_iter().enumerate() {
+            let c = Arc::new(AtomicU64::new(0));
+            counters.push(c.clone());
+            let sh = shared.clone();
+            tasks.spawn(async move {
+                sh.channel(kind, i, w, c)
+                    .await
+                    .with_context(|| format!("{what} channel {i}"))
+            });
+        }
     }
     if let Ok(mut pc) = progress.per_channel.lock() {
         *pc = counters;
