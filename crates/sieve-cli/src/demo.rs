@@ -16,7 +16,7 @@ use sieve_core::marks::MarkConfig;
 use sieve_core::message::Mode;
 use sieve_core::split::Split;
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits};
-use sieve_transport::sender::{self, Progress, SendConfig, SessionReport};
+use sieve_transport::sender::{self, Progress, SendConfig, Sendfile, SessionReport};
 use sieve_transport::source::Classify;
 use sieve_transport::tls::{ClientTls, ServerTls};
 
@@ -133,6 +133,7 @@ pub async fn run(args: &Args) -> Result<()> {
         idle_timeout: Duration::from_secs(30),
         processing_per_secure_mb: Duration::ZERO,
         mmap: true,
+        sendfile: Sendfile::Auto,
         legacy: None,
     };
     let mut results: [Vec<SessionReport>; 2] = [Vec::new(), Vec::new()];

@@ -12,7 +12,7 @@ use sieve_core::batch::BatchSplit;
 use sieve_core::marks::MarkConfig;
 use sieve_core::message::Mode;
 use sieve_core::split::Split;
-use sieve_transport::sender::{self, Progress, SendConfig, SessionReport, Undelivered};
+use sieve_transport::sender::{self, Progress, SendConfig, Sendfile, SessionReport, Undelivered};
 use sieve_transport::source::Classify;
 use sieve_transport::tls::{Cipher, ClientTls};
 
@@ -94,6 +94,14 @@ pub struct Args {
     /// being sent then stops the sender with SIGBUS; use this for files that may change.
     #[arg(long)]
     pub no_mmap: bool,
+    /// How mapped cleartext reaches the plain sockets: auto (by sendfile(2) when the receiver's
+    /// plain address is another host, by copies on loopback), always (sendfile), or never
+    /// (copies). sendfile spares the sender a copy of every cleartext byte; a receiver on the
+    /// same host then copies out of the page cache instead, which costs it more than the sender
+    /// saves. Choose never when the receiver shares this host behind a non-loopback address (a
+    /// container, a virtual machine's bridge).
+    #[arg(long, default_value = "auto")]
+    pub sendfile: Sendfile,
     /// INSECURE, for the laboratory only: open the secure channels with one of the thesis's
     /// broken TLS 1.2 suites through OpenSSL: 3des-ede-cbc-sha or aes256-cbc-sha. The receiver
     /// must run with --insecure-thesis-suites. Never use this for real documents.
@@ -155,6 +163,7 @@ pub fn config(args: &Args) -> Result<SendConfig> {
             args.emulate_processing_ms_per_mb / 1000.0,
         ),
         mmap: !args.no_mmap,
+        sendfile: args.sendfile,
         legacy: legacy(args)?,
     })
 }

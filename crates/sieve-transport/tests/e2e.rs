@@ -15,6 +15,7 @@ use sieve_core::layout::{Kind, Layout};
 use sieve_core::marks::MarkConfig;
 use sieve_core::message::{AckStatus, Bye, Doc, DocEnd, Join, Message, Mode};
 use sieve_core::split::Split;
+use sieve_transport::sender::Sendfile;
 use sieve_transport::source::Classify;
 
 const SPLITS: [Split; 3] = [Split::Dynamic, Split::Even, Split::Segment];
@@ -279,19 +280,23 @@ async fn strip_marks() {
         strip: true,
         ..MarkConfig::default()
     });
-    // Mapped (frames cut at content runs, cleartext by sendfile) and read (--no-mmap).
-    for (mode, n, m, mmap) in [
-        (Mode::Sieve, 1, 1, true),
-        (Mode::Sieve, 1, 1, false),
-        (Mode::Sieve, 3, 2, true),
-        (Mode::SecureOnly, 2, 0, false),
+    // Mapped (frames cut at content runs; cleartext copied, as on loopback, or by sendfile, as
+    // towards other hosts) and read (--no-mmap).
+    for (mode, n, m, mmap, sendfile) in [
+        (Mode::Sieve, 1, 1, true, Sendfile::Auto),
+        (Mode::Sieve, 1, 1, true, Sendfile::Always),
+        (Mode::Sieve, 1, 1, false, Sendfile::Always),
+        (Mode::Sieve, 3, 2, true, Sendfile::Auto),
+        (Mode::Sieve, 2, 3, true, Sendfile::Always),
+        (Mode::SecureOnly, 2, 0, false, Sendfile::Auto),
     ] {
         let cfg = sieve_transport::sender::SendConfig {
             classify: strip.clone(),
             mmap,
+            sendfile,
             ..rx.config(mode, n, m, Split::Dynamic, BatchSplit::Dynamic)
         };
-        let tag = format!("{mode:?}-{n}x{m}-{mmap}");
+        let tag = format!("{mode:?}-{n}x{m}-{mmap}-{sendfile:?}");
         let files: Vec<PathBuf> = docs
             .iter()
             .map(|(name, d)| write(src.path(), &format!("{tag}-{name}"), &d.raw))
