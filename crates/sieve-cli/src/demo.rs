@@ -16,7 +16,7 @@ use sieve_core::marks::MarkConfig;
 use sieve_core::message::Mode;
 use sieve_core::split::Split;
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits};
-use sieve_transport::sender::{self, Progress, SendConfig, Sendfile, SessionReport};
+use sieve_transport::sender::{self, Chunk, Progress, SendConfig, Sendfile, SessionReport};
 use sieve_transport::source::Classify;
 use sieve_transport::tls::{ClientTls, ServerTls};
 
@@ -129,7 +129,7 @@ pub async fn run(args: &Args) -> Result<()> {
         split: Split::Dynamic,
         batch_split: BatchSplit::Dynamic,
         classify: Classify::Marks(MarkConfig::default()),
-        chunk: 256 * 1024,
+        chunk: Chunk::Auto,
         idle_timeout: Duration::from_secs(30),
         processing_per_secure_mb: Duration::ZERO,
         mmap: true,

@@ -12,7 +12,9 @@ use sieve_core::batch::BatchSplit;
 use sieve_core::marks::MarkConfig;
 use sieve_core::message::Mode;
 use sieve_core::split::Split;
-use sieve_transport::sender::{self, Progress, SendConfig, Sendfile, SessionReport, Undelivered};
+use sieve_transport::sender::{
+    self, Chunk, Progress, SendConfig, Sendfile, SessionReport, Undelivered,
+};
 use sieve_transport::source::Classify;
 use sieve_transport::tls::{Cipher, ClientTls};
 
@@ -77,9 +79,12 @@ pub struct Args {
     /// Escape that makes a following mark literal.
     #[arg(long, default_value = "\\")]
     pub escape: String,
-    /// Bytes per data frame and per dynamic chunk.
-    #[arg(long, default_value = "256KiB", value_parser = sieve_core::gen::parse_size)]
-    pub chunk: u64,
+    /// Bytes per dynamic chunk, and most bytes per data frame (1KiB..8MiB), or auto: 256KiB
+    /// for documents of a few MB, growing to 4MiB as each channel's share of the session grows
+    /// (eight chunks per channel), because every frame costs a MAC, a write and a wake-up at both
+    /// ends, while small documents need small chunks to spread over several channels.
+    #[arg(long, default_value = "auto")]
+    pub chunk: Chunk,
     /// Seconds without progress before giving up. Progress is a byte written to a channel, a
     /// byte of the channels' socket queues taken by the receiver, or an acknowledgement, so a
     /// slow link is not mistaken for a dead one.
@@ -141,9 +146,6 @@ pub fn config(args: &Args) -> Result<SendConfig> {
             strip: args.strip_marks,
         }),
     };
-    if !(1024..=(8 << 20)).contains(&args.chunk) {
-        bail!("--chunk must be between 1KiB and 8MiB");
-    }
     Ok(SendConfig {
         to: args.to.clone(),
         server_name: args.server_name.clone(),
@@ -157,7 +159,7 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         split: args.split,
         batch_split: args.batch_split,
         classify,
-        chunk: args.chunk as u32,
+        chunk: args.chunk,
         idle_timeout: Duration::from_secs(args.idle_timeout),
         processing_per_secure_mb: Duration::from_secs_f64(
             args.emulate_processing_ms_per_mb / 1000.0,

@@ -18,8 +18,11 @@ pub type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// A frame buffer larger than this is given back once its frame is consumed; smaller ones are
-/// kept for the next frame (honest senders' data frames are 256 KiB).
-pub const RETAIN_BUFFER: usize = 1 << 20;
+/// kept for the next frame. Honest senders' data frames are at most 4 MiB
+/// ([`crate::sender::AUTO_CHUNK_MAX`]) and their DATA prefix: a channel keeps the buffer of its
+/// frames instead of zero-filling a fresh one for each, and once it holds it never waits for the
+/// budget again (see [`crate::receiver::honest_buffer_bytes`]).
+pub const RETAIN_BUFFER: usize = (4 << 20) + (64 << 10);
 
 /// A frame's payload buffer grows by at most this much at a time, as its bytes arrive: a header
 /// alone claiming 16 MiB costs at most this much.

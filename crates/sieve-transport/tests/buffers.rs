@@ -246,7 +246,7 @@ async fn a_budget_sized_for_honest_sessions_never_stalls_them() {
         let names: Vec<String> = (0..3).map(|j| format!("full-{i}-{j}.txt")).collect();
         let files: Vec<_> = names.iter().map(|n| write(src.path(), n, &doc)).collect();
         let mut cfg = rx.config(Mode::Sieve, 16, 16, Split::Even, BatchSplit::Even);
-        cfg.chunk = 256 << 10;
+        cfg.chunk = sieve_transport::sender::Chunk::Bytes(256 << 10);
         cfg.to = proxy.addr.to_string();
         let rx = rx.clone();
         tasks.spawn(async move {
@@ -368,7 +368,7 @@ async fn authenticated_large_frames_stay_within_the_buffer_budget() {
         })
         .collect();
     let mut cfg = rx.config(Mode::Sieve, 2, 4, Split::Dynamic, BatchSplit::Dynamic);
-    cfg.chunk = 256 << 10;
+    cfg.chunk = sieve_transport::sender::Chunk::Bytes(256 << 10);
     cfg.idle_timeout = Duration::from_secs(30);
     // Senders that read instead of mapping: mapped documents would count in this process's
     // resident memory, which here should measure the receiver's buffers.

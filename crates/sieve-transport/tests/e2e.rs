@@ -861,7 +861,7 @@ async fn large_document_with_parallel_marks_pass() {
     let (_, marked) = marked_doc(11, 20_000_000, 400);
     for mmap in [true, false] {
         let cfg = sieve_transport::sender::SendConfig {
-            chunk: 256 * 1024,
+            chunk: sieve_transport::sender::Chunk::Bytes(256 * 1024),
             mmap,
             ..rx.simple(Mode::Sieve)
         };

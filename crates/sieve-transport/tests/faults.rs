@@ -363,7 +363,7 @@ async fn link_slower_than_one_frame_per_idle_timeout_still_delivers() {
     let path = write(src.path(), "slow.txt", &doc);
     let mut cfg = rx.simple(Mode::Sieve);
     cfg.idle_timeout = IDLE;
-    cfg.chunk = CHUNK;
+    cfg.chunk = sieve_transport::sender::Chunk::Bytes(CHUNK);
     let report = rx.send_ok(&cfg, &[path]).await;
     assert_eq!(report.plain_bytes, doc.len() as u64);
     rx.assert_received("slow.txt", &doc);

@@ -41,9 +41,9 @@ mod limits;
 mod session;
 
 pub use limits::{
-    honest_buffer_bytes, session_frame_limit, FdBudget, ServeLimits, DEFAULT_MAX_BUFFER_BYTES,
-    MAX_CHANNELS, MAX_OPEN_DOCS, MIN_BUFFER_BYTES, MIN_SESSION_PAYLOAD, PREAUTH_MAX_PAYLOAD,
-    SESSION_BUFFER_SHARE,
+    honest_buffer_bytes, honest_payload, session_frame_limit, FdBudget, ServeLimits,
+    DEFAULT_MAX_BUFFER_BYTES, MAX_CHANNELS, MAX_OPEN_DOCS, MIN_BUFFER_BYTES, MIN_SESSION_PAYLOAD,
+    PREAUTH_MAX_PAYLOAD, SESSION_BUFFER_SHARE,
 };
 
 pub struct ServeConfig {

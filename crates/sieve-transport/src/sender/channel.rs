@@ -54,7 +54,8 @@ pub(super) struct Shared {
     pub(super) remaining: Vec<AtomicU64>,
     pub(super) plain_ledgers: Vec<Mutex<Ledger>>,
     pub(super) ctl: AsyncMutex<FrameWriter>,
-    pub(super) chunk: usize,
+    /// Most bytes per data frame, by [`Kind::index`].
+    pub(super) chunks: [usize; 2],
     pub(super) mac: PlainMac,
     /// Every document below this index is acknowledged.
     pub(super) acked_below: tokio::sync::watch::Sender<u32>,
@@ -116,7 +117,8 @@ impl Shared {
         mut w: Option<FrameWriter>,
         counter: Arc<AtomicU64>,
     ) -> Result<()> {
-        let mut buf = vec![0u8; self.chunk];
+        let chunk = self.chunks[kind.index()];
+        let mut buf = vec![0u8; chunk];
         // Mapped bytes this channel has sent since it last released pages: (document, raw range).
         let mut sent: Option<(usize, std::ops::Range<u64>)> = None;
         while let Some(piece) = self.work[kind.index()].next(idx) {
@@ -146,7 +148,7 @@ impl Shared {
                     self.piece_done(piece.doc, n, &mut w).await?;
                     break;
                 }
-                let max = ((end - off) as usize).min(self.chunk);
+                let max = ((end - off) as usize).min(chunk);
                 // Reads may block on the disk; a slice of a mapping is taken at once (its pages
                 // are faulted in later, as the MAC and the socket read them).
                 let frame = if src.is_mapped() {

@@ -29,7 +29,7 @@ use sieve_core::split::Split;
 use sieve_transport::conn::{FrameReader, FrameWriter};
 use sieve_transport::mac::PlainMac;
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits, Stats};
-use sieve_transport::sender::{self, Progress, SendConfig, Sendfile, SessionReport};
+use sieve_transport::sender::{self, Chunk, Progress, SendConfig, Sendfile, SessionReport};
 use sieve_transport::source::Classify;
 use sieve_transport::store::TEMP_PREFIX;
 use sieve_transport::tls::{ClientTls, ServerTls, EXPORTER_LABEL};
@@ -200,7 +200,7 @@ impl TestReceiver {
             split,
             batch_split,
             classify: Classify::Marks(MarkConfig::default()),
-            chunk: CHUNK,
+            chunk: Chunk::Bytes(CHUNK),
             idle_timeout: Duration::from_secs(20),
             processing_per_secure_mb: Duration::ZERO,
             mmap: true,
