@@ -124,12 +124,13 @@ impl Chunk {
                     .max(min);
                 let per_channel =
                     bytes[plain].div_ceil(channels[plain].max(1) * AUTO_CHUNKS_PER_CHANNEL);
-                // Whole 64 KiB units: rounded up, then down if that passed the cap.
+                // Whole 64 KiB units (`min` is one, so the cap never falls below it).
                 let unit = 64 << 10;
-                let n = per_channel.clamp(min, max).next_multiple_of(unit);
-                let n = if n > max { max / unit * unit } else { n };
+                let n = per_channel
+                    .next_multiple_of(unit)
+                    .clamp(min, max / unit * unit);
                 let mut sizes = [AUTO_CHUNK_MIN; 2];
-                sizes[plain] = u32::try_from(n.max(min)).unwrap_or(AUTO_CHUNK_MIN);
+                sizes[plain] = u32::try_from(n).unwrap_or(AUTO_CHUNK_MIN);
                 sizes
             }
         }
