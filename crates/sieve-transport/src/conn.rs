@@ -1,8 +1,11 @@
 //! Moving frames over a byte stream (TLS or plain TCP): the only place that reads or writes them.
 
+use std::future::Future;
 use std::io::IoSlice;
+use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -13,6 +16,8 @@ use tokio::io::{
 };
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{Semaphore, TryAcquireError};
+
+use crate::lowat::Lowat;
 
 pub type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
@@ -174,6 +179,8 @@ pub struct FrameReader {
     waiters: Option<Arc<AtomicU64>>,
     /// Told of every byte read (see [`FrameReader::report_activity_to`]).
     activity: Option<Activity>,
+    /// The socket's low-water mark, if this reader batches its wake-ups (see [`crate::lowat`]).
+    lowat: Option<Lowat>,
 }
 
 impl FrameReader {
@@ -191,7 +198,17 @@ impl FrameReader {
             waiting_since: None,
             waiters: None,
             activity: None,
+            lowat: None,
         }
+    }
+
+    /// Let the kernel wake this reader once most of a large frame has arrived rather than for
+    /// every segment or two (see [`crate::lowat`]). `socket` must be the descriptor of the TCP
+    /// socket under this reader's stream, which the stream keeps open; `slack` is how many bytes
+    /// the stream may hold back from the reader (a TLS record; 0 for plain TCP); `idle` is the
+    /// owner's idle timeout, which a batched wait must stay well within.
+    pub fn batch_wakeups(&mut self, socket: RawFd, slack: usize, idle: Duration) {
+        self.lowat = Some(Lowat::new(socket, slack, idle));
     }
 
     /// Touch `activity` whenever bytes arrive, whole frames or not (a session's idle check).
@@ -336,11 +353,16 @@ impl FrameReader {
         // Every await below is a single `read` (or a wait for the budget), which either takes
         // bytes or takes none.
         while self.hdr_have < HEADER_LEN {
-            let n = self
-                .inner
-                .read(&mut self.hdr[self.hdr_have..])
-                .await
-                .context("reading a frame header")?;
+            // A header is a few bytes, whatever the frame after it: never a batched wait.
+            let n = read_some(
+                &mut self.inner,
+                &mut self.hdr[self.hdr_have..],
+                self.lowat.as_mut(),
+                0,
+            )
+            .await
+            .context("reading a frame header")?
+            .unwrap_or_default();
             if n == 0 {
                 // A clean close (no byte of a new frame) or a truncated header.
                 if self.hdr_have == 0 {
@@ -353,16 +375,28 @@ impl FrameReader {
         }
         let h = frame::parse_header(&self.hdr, &self.limits)?;
         let len = h.len as usize;
+        if self.body_have == 0 {
+            if let Some(l) = &mut self.lowat {
+                l.next_frame();
+            }
+        }
         while self.body_have < len {
             if self.body_have == self.buf.len() {
                 self.grow(len, h.ty).await?;
             }
             let end = len.min(self.buf.len());
-            let n = self
-                .inner
-                .read(&mut self.buf[self.body_have..end])
-                .await
-                .context("reading a frame")?;
+            let Some(n) = read_some(
+                &mut self.inner,
+                &mut self.buf[self.body_have..end],
+                self.lowat.as_mut(),
+                len - self.body_have,
+            )
+            .await
+            .context("reading a frame")?
+            else {
+                // A batched wait ran out of patience; batching is off for this frame.
+                continue;
+            };
             if n == 0 {
                 return Err(anyhow!(
                     "connection closed inside a {} frame of {len} bytes",
@@ -384,6 +418,40 @@ impl FrameReader {
             .await?
             .ok_or_else(|| anyhow!("the peer closed the connection"))?;
         Ok(Message::parse(ty, payload)?)
+    }
+}
+
+/// One `read` of `inner` into `into`, for a frame still `need` bytes short (0: a header),
+/// batching the wake-up if it has to wait (see [`crate::lowat`]). `Ok(None)`: a batched wait ran
+/// out of patience and took no bytes (cancelling a read is safe); the caller asks again.
+async fn read_some(
+    inner: &mut BufReader<BoxRead>,
+    into: &mut [u8],
+    mut lowat: Option<&mut Lowat>,
+    need: usize,
+) -> std::io::Result<Option<usize>> {
+    if let Some(l) = lowat.as_deref_mut() {
+        l.before_read(need);
+    }
+    let mut read = std::pin::pin!(inner.read(into));
+    let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
+    if let Poll::Ready(r) = first {
+        return r.map(Some);
+    }
+    // A pending read left nothing in `inner`'s buffer: all `need` bytes but the stream's own
+    // slack must still come through the socket.
+    let Some(l) = lowat else {
+        return read.await.map(Some);
+    };
+    if !l.before_wait(need) {
+        return read.await.map(Some);
+    }
+    match tokio::time::timeout(l.patience(), read).await {
+        Ok(r) => r.map(Some),
+        Err(_) => {
+            l.pause();
+            Ok(None)
+        }
     }
 }
 
@@ -424,6 +492,11 @@ impl FrameWriter {
         }
     }
 
+    /// Whether data frames from files go by `sendfile(2)` (a plain TCP socket).
+    pub fn sends_files(&self) -> bool {
+        matches!(self.inner, Sink::Tcp(_))
+    }
+
     fn w(&mut self) -> &mut (dyn AsyncWrite + Send + Unpin) {
         match &mut self.inner {
             Sink::Stream(w) => w,
@@ -442,53 +515,93 @@ impl FrameWriter {
     }
 
     /// Write a data frame without copying the payload.
-    ///
-    /// Header and payload go in one vectored write: written one after the other, a large payload
-    /// bypasses the buffer, so the header would leave alone first, as a tiny TCP segment (or TLS
-    /// record) of its own that wakes the receiver for nothing.
     pub async fn data(&mut self, doc: u32, offset: u64, payload: &[u8]) -> Result<()> {
-        let hdr = Data::encode_header(doc, offset, payload.len());
-        let w = self.w();
-        let mut bufs = [IoSlice::new(&hdr), IoSlice::new(payload)];
-        let mut rest = &mut bufs[..];
-        while !rest.is_empty() {
-            let n = w
-                .write_vectored(rest)
-                .await
-                .context("sending a data frame")?;
-            if n == 0 {
-                bail!("sending a data frame: the connection accepts no more bytes");
+        let mut part = Some(vec![payload]);
+        self.data_in_parts(doc, offset, payload.len(), || Ok(part.take()))
+            .await
+    }
+
+    /// Write a data frame of `len` payload bytes that come in parts: `next` gives the slices of
+    /// the next part, after doing whatever must happen just before they go (the plain channels
+    /// tag them, so that the socket copies bytes still in cache), and `None` after the last.
+    ///
+    /// The header goes with the first part, in one vectored write, and each further part in one
+    /// more: written alone, the header would leave as a tiny TCP segment (or TLS record) of its
+    /// own that wakes the receiver for nothing, since a large payload bypasses the buffer.
+    pub async fn data_in_parts<'p>(
+        &mut self,
+        doc: u32,
+        offset: u64,
+        len: usize,
+        mut next: impl FnMut() -> Result<Option<Vec<&'p [u8]>>>,
+    ) -> Result<()> {
+        let hdr = Data::encode_header(doc, offset, len);
+        let mut header = Some(&hdr[..]);
+        let mut sent = 0;
+        loop {
+            let part = next()?;
+            if part.is_none() && header.is_none() {
+                break;
             }
-            IoSlice::advance_slices(&mut rest, n);
+            let part = part.unwrap_or_default();
+            sent += part.iter().map(|p| p.len()).sum::<usize>();
+            let mut bufs: Vec<IoSlice> = header
+                .take()
+                .into_iter()
+                .chain(part)
+                .map(IoSlice::new)
+                .collect();
+            let mut rest = &mut bufs[..];
+            while !rest.is_empty() {
+                let n = self
+                    .w()
+                    .write_vectored(rest)
+                    .await
+                    .context("sending a data frame")?;
+                if n == 0 {
+                    bail!("sending a data frame: the connection accepts no more bytes");
+                }
+                IoSlice::advance_slices(&mut rest, n);
+            }
+        }
+        if sent != len {
+            bail!("internal error: a data frame of {len} bytes was given {sent}");
         }
         Ok(())
     }
 
-    /// Write a data frame whose payload is `payload`, which is also `file` from byte `at`.
+    /// [`FrameWriter::data_in_parts`] for parts that are slices of `file` (`(offset in the file,
+    /// bytes)`).
     ///
-    /// On a plain TCP socket the payload goes by `sendfile(2)`: the kernel moves it from the
-    /// page cache to the socket and this process never copies it (the cleartext path's one
-    /// advantage over TLS, which must see every byte to encrypt it). The header goes first with
-    /// `MSG_MORE`, so header and payload still leave in full-sized segments. Elsewhere this is
-    /// [`FrameWriter::data`].
+    /// On a plain TCP socket the slices go by `sendfile(2)`: the kernel moves them from the page
+    /// cache to the socket and this process never copies them (the cleartext path's one
+    /// advantage over TLS, which must see every byte to encrypt it). The socket stays corked for
+    /// the whole frame, so that segments are cut by size alone, never where one slice of the
+    /// file ends and the next begins: that would show where the classified parts sat. Elsewhere
+    /// this is [`FrameWriter::data_in_parts`].
     ///
-    /// The caller has already authenticated `payload`. Should the file change between that and
-    /// the kernel reading it, the receiver's MAC check fails the document; nothing wrong is
-    /// ever committed.
-    pub async fn data_from_file(
+    /// `next` has already authenticated each part. Should the file change between that and the
+    /// kernel reading it, the receiver's MAC check fails the document; nothing wrong is ever
+    /// committed.
+    pub async fn data_from_file<'p>(
         &mut self,
         doc: u32,
         offset: u64,
-        payload: &[u8],
+        len: usize,
         file: &std::fs::File,
-        at: u64,
+        mut next: impl FnMut() -> Result<Option<Vec<(u64, &'p [u8])>>>,
     ) -> Result<()> {
         let Sink::Tcp(w) = &mut self.inner else {
-            return self.data(doc, offset, payload).await;
+            return self
+                .data_in_parts(doc, offset, len, || {
+                    Ok(next()?.map(|v| v.into_iter().map(|(_, b)| b).collect()))
+                })
+                .await;
         };
         w.flush().await.context("sending a data frame")?;
         let tcp = w.get_ref().as_ref();
-        let hdr = Data::encode_header(doc, offset, payload.len());
+        rustix::net::sockopt::set_tcp_cork(tcp, true).context("corking a plain channel")?;
+        let hdr = Data::encode_header(doc, offset, len);
         let mut sent = 0;
         while sent < hdr.len() {
             sent += tcp
@@ -499,19 +612,30 @@ impl FrameWriter {
                 .await
                 .context("sending a data frame")?;
         }
-        let (mut pos, end) = (at, at + payload.len() as u64);
-        while pos < end {
-            let want = usize::try_from(end - pos).unwrap_or(usize::MAX);
-            let n = tcp
-                .async_io(Interest::WRITABLE, || {
-                    rustix::fs::sendfile(tcp, file, Some(&mut pos), want)
-                        .map_err(std::io::Error::from)
-                })
-                .await
-                .context("sending a data frame")?;
-            if n == 0 {
-                bail!("the file ended early (was it truncated while being sent?)");
+        let mut total = 0;
+        while let Some(part) = next()? {
+            for (at, bytes) in part {
+                let (mut pos, end) = (at, at + bytes.len() as u64);
+                while pos < end {
+                    let want = usize::try_from(end - pos).unwrap_or(usize::MAX);
+                    let n = tcp
+                        .async_io(Interest::WRITABLE, || {
+                            rustix::fs::sendfile(tcp, file, Some(&mut pos), want)
+                                .map_err(std::io::Error::from)
+                        })
+                        .await
+                        .context("sending a data frame")?;
+                    if n == 0 {
+                        bail!("the file ended early (was it truncated while being sent?)");
+                    }
+                }
+                total += bytes.len();
             }
+        }
+        // Uncorking sends what is left of the last segment at once.
+        rustix::net::sockopt::set_tcp_cork(tcp, false).context("uncorking a plain channel")?;
+        if total != len {
+            bail!("internal error: a data frame of {len} bytes was given {total}");
         }
         Ok(())
     }

@@ -8,6 +8,7 @@ pub mod conn;
 pub mod cpu;
 #[cfg(feature = "insecure-thesis-suites")]
 pub mod legacy_tls;
+pub mod lowat;
 pub mod mac;
 pub mod receiver;
 pub mod sender;

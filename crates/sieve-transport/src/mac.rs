@@ -1,11 +1,12 @@
-//! Integrity of the plain channels: a keyed MAC of every plain frame.
+//! Integrity of the plain channels: a keyed MAC of all cleartext, unit by unit.
 //!
 //! The plain channels cross the network in the clear, so their bytes must be checked before a
-//! document is committed (DESIGN §3). Each plain frame gets an AES-GMAC tag (AES-128-GCM over no
-//! plaintext, the frame as associated data) under a key that both ends derive from channel 0's
-//! TLS exporter, with the frame's `(document, offset)` as the 96-bit nonce, unique within a
-//! session. The tags never leave either end: each side folds them, ordered by offset, into a
-//! ledger digest (`sieve_core::ledger`) and the sender's digest travels inside TLS.
+//! document is committed (DESIGN §3). Every *unit* of a plain frame (see [`units`]) gets an
+//! AES-GMAC tag (AES-128-GCM over no plaintext, the unit as associated data) under a key that
+//! both ends derive from channel 0's TLS exporter, with the unit's `(document, offset)` as the
+//! 96-bit nonce, unique within a session. The tags never leave either end: each side folds them,
+//! ordered by offset, into a ledger digest (`sieve_core::ledger`) and the sender's digest travels
+//! inside TLS.
 //!
 //! Why GMAC and not a plain hash: the point of the sieve is to spend less CPU on cleartext than
 //! TLS would; on CPUs with AES and carry-less multiply instructions GMAC runs at several times
@@ -13,6 +14,39 @@
 //! fraction of what encrypting the same bytes would.
 
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
+use sieve_core::sieve::{OutOfStream, Placement};
+use sieve_core::Kind;
+
+/// Most bytes one tag covers: units never cross a multiple of this in the plain stream.
+pub const MAC_BLOCK: u64 = 256 << 10;
+
+/// The units of the plain frame at stream `offset`, `len` bytes long: `f(within, n)` for each, in
+/// order, `within` relative to the frame.
+///
+/// A unit is the part of the frame inside one run of the layout (`streams`, from the manifest,
+/// which both ends hold) and one [`MAC_BLOCK`]-aligned block of the stream. Why not the whole
+/// frame: a frame of a mapped document spans several runs, which are not next to each other in
+/// the file (the classified parts and marks sit between them), and a tag covers contiguous bytes;
+/// cutting at the runs lets the sender tag the file's bytes where they lie, without copying them.
+/// The blocks keep each unit small enough to still be in cache when the socket copies it. Neither
+/// cut shows on the wire: frames are cut by the scheduler alone, so the plain channels do not
+/// tell where the classified parts sat.
+pub fn units(
+    streams: &Placement,
+    offset: u64,
+    len: u64,
+    mut f: impl FnMut(u64, u64),
+) -> Result<(), OutOfStream> {
+    streams.place(Kind::Plain, offset, len, |_, within, n| {
+        let (mut at, end) = (offset + within, offset + within + n);
+        while at < end {
+            let block_end = (at / MAC_BLOCK + 1) * MAC_BLOCK;
+            let take = block_end.min(end) - at;
+            f(at - offset, take);
+            at += take;
+        }
+    })
+}
 
 /// The per-session MAC key of the plain channels.
 pub struct PlainMac(LessSafeKey);
@@ -29,7 +63,7 @@ impl PlainMac {
         PlainMac(LessSafeKey::new(key))
     }
 
-    /// The tag of the plain frame of `doc` at stream `offset`, widened for the ledger.
+    /// The tag of the unit of `doc` at plain-stream `offset`, widened for the ledger.
     pub fn tag(&self, doc: u32, offset: u64, bytes: &[u8]) -> [u8; 32] {
         let mut n = [0u8; 12];
         n[..4].copy_from_slice(&doc.to_be_bytes());
@@ -51,6 +85,33 @@ impl PlainMac {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sieve_core::layout::Layout;
+
+    #[test]
+    fn units_cut_at_runs_and_blocks_only() {
+        // Plain runs of 100 B, 600 KiB and 50 B between classified parts.
+        let b = 600 << 10;
+        let layout = Layout::from_ranges(100 + 7 + b + 9 + 50, &[100..107, 107 + b..116 + b]);
+        let p = Placement::new(&layout, None);
+        let mut got = Vec::new();
+        units(&p, 0, 100 + b + 50, |w, n| got.push((w, n))).unwrap();
+        let m = MAC_BLOCK;
+        assert_eq!(
+            got,
+            vec![
+                (0, 100),
+                (100, m - 100),
+                (m, m),
+                (2 * m, 100 + b - 2 * m),
+                (100 + b, 50)
+            ]
+        );
+        // A frame starting inside a run: units are relative to the frame, blocks to the stream.
+        let mut got = Vec::new();
+        units(&p, m - 10, 30, |w, n| got.push((w, n))).unwrap();
+        assert_eq!(got, vec![(0, 10), (10, 20)]);
+        assert!(units(&p, 0, 100 + b + 51, |_, _| {}).is_err());
+    }
 
     #[test]
     fn tags_bind_key_bytes_and_position() {

@@ -11,9 +11,10 @@
 //! cache into user buffers: once for the marks pass and once more for every piece sent. A
 //! read-only mapping removes both copies: the marks parser scans the page cache in place, and
 //! the plain channels hand slices of the mapping straight to the socket (the MAC reads the same
-//! slice). Pieces are cut at the edges of the file's content runs so that every frame is one
-//! contiguous slice. `--no-mmap` (or an empty or unmappable file) falls back to positional reads
-//! into a buffer, with the same frames.
+//! slices). A frame spans as many of the file's content runs as it needs: frames cut where the
+//! runs end would show an observer of the plain channels where the classified parts sat.
+//! `--no-mmap` (or an empty or unmappable file) falls back to positional reads into a buffer,
+//! with the same frames.
 
 use std::fs::File;
 use std::io::Read;
@@ -44,9 +45,12 @@ pub enum Classify {
 /// One frame's payload, as [`Source::frame`] cuts it.
 pub struct Frame<'a> {
     pub bytes: &'a [u8],
-    /// Where `bytes` sit in the file, when they are one contiguous run of it.
-    pub at: Option<u64>,
+    /// The bytes of the file the frame was taken from, when it was taken from the mapping.
+    pub raw: Option<std::ops::Range<u64>>,
 }
+
+/// One contiguous slice of a mapped file: where it starts in the file, and its bytes.
+pub type Slice<'a> = (u64, &'a [u8]);
 
 /// A document ready to send.
 #[derive(Debug)]
@@ -141,6 +145,11 @@ impl Source {
         self.streams = Placement::new(&self.layout, None);
     }
 
+    /// Where each stream's bytes sit in the content (the layout's runs).
+    pub fn streams(&self) -> &Placement {
+        &self.streams
+    }
+
     pub fn stream_len(&self, kind: Kind) -> u64 {
         self.layout.stream_len(kind)
     }
@@ -154,12 +163,11 @@ impl Source {
         Placement::new(&self.layout, m).output_len()
     }
 
-    /// The bytes of one frame: up to `max` bytes of the `kind` stream from `offset`.
+    /// The bytes of one frame: `max` bytes of the `kind` stream from `offset`.
     ///
-    /// With a mapping this is a slice of it, ending early where the content stops being
-    /// contiguous in the file (a segment or escape boundary) so that no byte is copied; the
-    /// caller sends it and asks again from where it ended. Without one, `max` bytes are read
-    /// into `buf`. Never empty when `max > 0` and `offset` is inside the stream.
+    /// With a mapping this is a slice of it when those bytes are contiguous in the file, and a
+    /// copy into `buf` when they span several runs (classified bytes, which TLS copies anyway).
+    /// Without one, they are read into `buf`.
     pub fn frame<'a>(
         &'a self,
         kind: Kind,
@@ -167,33 +175,61 @@ impl Source {
         max: usize,
         buf: &'a mut [u8],
     ) -> Result<Frame<'a>> {
-        let Some(map) = &self.map else {
+        if self.map.is_none() {
             let bytes = &mut buf[..max];
             self.read(kind, offset, bytes)?;
-            return Ok(Frame { bytes, at: None });
+            return Ok(Frame { bytes, raw: None });
+        }
+        let slices = self.slices(kind, offset, max as u64)?;
+        let raw = match (slices.first(), slices.last()) {
+            (Some(&(a, _)), Some(&(b, l))) => Some(a..b + l.len() as u64),
+            _ => None,
         };
-        let mut first = None;
+        if let [(_, bytes)] = slices[..] {
+            return Ok(Frame { bytes, raw });
+        }
+        let out = &mut buf[..max];
+        let mut pos = 0;
+        for (_, s) in slices {
+            out[pos..pos + s.len()].copy_from_slice(s);
+            pos += s.len();
+        }
+        Ok(Frame { bytes: out, raw })
+    }
+
+    /// The contiguous slices of the mapped file that hold `len` bytes of the `kind` stream from
+    /// `offset`, in order. Several when the bytes span runs of the content (segments, or the
+    /// two sides of an escape).
+    pub fn slices(&self, kind: Kind, offset: u64, len: u64) -> Result<Vec<Slice<'_>>> {
+        let map = self
+            .map
+            .as_ref()
+            .context("internal error: slices of a document that is not mapped")?;
+        let mut runs = Vec::new();
         self.streams
-            .place(kind, offset, max as u64, |content, _, len| {
-                first.get_or_insert((content, len));
-            })?;
-        let (content, len) = first.context("internal error: an empty frame was asked for")?;
-        let i = self.run_of(content);
-        let e = self
-            .extents
-            .get(i)
-            .context("read past the end of the content")?;
-        let within = content - self.content_starts[i];
-        let n = len.min(e.len - within);
-        let at = e.raw + within;
-        let start = usize::try_from(at).context("offset beyond the address space")?;
-        let bytes = map.get(start..start + n as usize).with_context(|| {
-            format!("{} is shorter than when it was sieved", self.path.display())
-        })?;
-        Ok(Frame {
-            bytes,
-            at: Some(at),
-        })
+            .place(kind, offset, len, |content, _, n| runs.push((content, n)))?;
+        let mut out = Vec::with_capacity(runs.len());
+        for (mut content, mut n) in runs {
+            let mut i = self.run_of(content);
+            while n > 0 {
+                let e = self
+                    .extents
+                    .get(i)
+                    .context("read past the end of the content")?;
+                let within = content - self.content_starts[i];
+                let take = n.min(e.len - within);
+                let at = e.raw + within;
+                let start = usize::try_from(at).context("offset beyond the address space")?;
+                let bytes = map.get(start..start + take as usize).with_context(|| {
+                    format!("{} is shorter than when it was sieved", self.path.display())
+                })?;
+                out.push((at, bytes));
+                content += take;
+                n -= take;
+                i += 1;
+            }
+        }
+        Ok(out)
     }
 
     /// Whether the document is mapped (frames then cost no read and no copy).
@@ -383,13 +419,24 @@ mod tests {
                     let (mut got, mut off, mut buf) = (Vec::new(), 0, vec![0; max]);
                     while off < len {
                         let n = max.min((len - off) as usize);
+                        // A frame is all `n` bytes asked for, wherever the runs end.
                         let fr = mapped.frame(kind, off, n, &mut buf).unwrap();
-                        let f = fr.bytes;
-                        let at = fr.at.unwrap() as usize;
-                        assert_eq!(f, &doc[at..at + f.len()]);
-                        assert!(!f.is_empty() && f.len() <= n);
-                        got.extend_from_slice(f);
-                        off += f.len() as u64;
+                        assert_eq!(fr.bytes.len(), n);
+                        let raw = fr.raw.clone().unwrap();
+                        got.extend_from_slice(fr.bytes);
+                        // Its slices are the file's bytes where they lie, inside the frame's span.
+                        let slices = mapped.slices(kind, off, n as u64).unwrap();
+                        let mut joined = Vec::new();
+                        for (at, s) in &slices {
+                            let at = *at as usize;
+                            assert_eq!(*s, &doc[at..at + s.len()]);
+                            assert!(
+                                raw.start <= at as u64 && at as u64 + s.len() as u64 <= raw.end
+                            );
+                            joined.extend_from_slice(s);
+                        }
+                        assert_eq!(joined, fr.bytes);
+                        off += n as u64;
                     }
                     assert_eq!(got, want, "{kind:?} max {max} strip {strip}");
                     let f = read

@@ -280,7 +280,7 @@ async fn strip_marks() {
         strip: true,
         ..MarkConfig::default()
     });
-    // Mapped (frames cut at content runs; cleartext copied, as on loopback, or by sendfile, as
+    // Mapped (frames spanning content runs; cleartext copied, as on loopback, or by sendfile, as
     // towards other hosts) and read (--no-mmap).
     for (mode, n, m, mmap, sendfile) in [
         (Mode::Sieve, 1, 1, true, Sendfile::Auto),
@@ -674,6 +674,66 @@ async fn changed_plain_byte_fails_the_document() {
     assert_eq!(rx.out_names(), vec!["next.txt".to_string()]);
 }
 
+/// The plain channels do not show where the classified parts sat (DESIGN §6: an observer must not
+/// learn the layout). Recorded by a proxy on the plain channel, the DATA frames are the
+/// scheduler's chunks, one after the other, however the cleartext runs fall: mapped and copied
+/// (as on loopback), mapped and sent by `sendfile(2)` (as towards other hosts), or read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_frames_do_not_show_the_layout() {
+    let src = tempfile::tempdir().unwrap();
+    // Sixty classified parts of 100-3,100 bytes at irregular places in 1.1 MB.
+    let mut d = Marked::new();
+    for i in 0..60u64 {
+        let pos = d.raw.len() + 5_000 + (i as usize * 7_919) % 23_000;
+        d = d.fill_to(pos, i).start();
+        let pos = d.raw.len() + 100 + (i as usize * 104_729) % 3_000;
+        d = d.fill_to(pos, 1000 + i).end();
+    }
+    let pos = d.raw.len();
+    let d = d.fill_to(pos + 10_000, 7);
+    let chunk: u64 = 64 << 10;
+    for (mmap, sendfile) in [
+        (true, Sendfile::Never),
+        (true, Sendfile::Always),
+        (false, Sendfile::Always),
+    ] {
+        let proxy = ProxyListener::bind().await;
+        let advertise = proxy.addr.to_string();
+        let rx = TestReceiver::start_with(tempfile::tempdir().unwrap(), |c| {
+            c.plain_advertise = Some(advertise)
+        })
+        .await;
+        let proxy = proxy.forward(rx.plain, None);
+        let cfg = sieve_transport::sender::SendConfig {
+            mmap,
+            sendfile,
+            chunk: sieve_transport::sender::Chunk::Bytes(chunk as u32),
+            ..rx.simple(Mode::Sieve)
+        };
+        let name = format!("layout-{mmap}-{sendfile:?}.txt");
+        let r = rx.send_ok(&cfg, &[write(src.path(), &name, &d.raw)]).await;
+        rx.assert_received(&name, &d.raw);
+        let up = proxy.upstream.lock().unwrap()[0].clone();
+        let (mut pos, mut frames) = (0, Vec::new());
+        while pos < up.len() {
+            let h = sieve_core::frame::parse_header(&up[pos..], &Default::default()).unwrap();
+            let payload = &up[pos + sieve_core::frame::HEADER_LEN..][..h.len as usize];
+            if h.ty == sieve_core::frame::FrameType::Data {
+                let f = sieve_core::message::DataRef::parse(payload).unwrap();
+                frames.push((f.offset, f.payload.len() as u64));
+            }
+            pos += sieve_core::frame::HEADER_LEN + h.len as usize;
+        }
+        let plain = r.plain_bytes;
+        let want: Vec<(u64, u64)> = (0..plain)
+            .step_by(chunk as usize)
+            .map(|o| (o, chunk.min(plain - o)))
+            .collect();
+        assert!(want.len() > 10, "{} frames", want.len());
+        assert_eq!(frames, want, "mmap {mmap}, sendfile {sendfile:?}");
+    }
+}
+
 /// Names that would leave the output folder, or are no file names, are refused with an ACK; the
 /// session goes on and nothing is written anywhere but the output folder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -873,8 +933,8 @@ async fn large_document_with_parallel_marks_pass() {
 }
 
 /// Cleartext by `sendfile(2)` (used towards other hosts; loopback sessions copy instead, so this
-/// drives the writer directly): header and file bytes arrive as one well-formed frame, between
-/// ordinary frames.
+/// drives the writer directly): header and file slices, in parts, arrive as one well-formed frame,
+/// between ordinary frames.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sendfile_frames_carry_the_file_bytes() {
     use sieve_core::frame::{FrameType, Limits};
@@ -898,11 +958,21 @@ async fn sendfile_frames_carry_the_file_bytes() {
     );
     let sent = tokio::spawn(async move {
         writer.data(1, 0, b"head").await?;
+        // Two parts, the second of two slices that are not next to each other in the file.
+        let mut parts = vec![
+            vec![(1000, &content[1000..201_000])],
+            vec![
+                (300_000, &content[300_000..400_000]),
+                (450_000, &content[450_000..501_000]),
+            ],
+        ]
+        .into_iter();
         writer
-            .data_from_file(1, 4, &content[1000..501_000], &file, 1000)
+            .data_from_file(1, 4, 351_000, &file, || Ok(parts.next()))
             .await?;
+        let mut one = Some(vec![(7, &content[7..8])]);
         writer
-            .data_from_file(2, 0, &content[7..8], &file, 7)
+            .data_from_file(2, 0, 1, &file, || Ok(one.take()))
             .await?;
         writer.data(2, 1, b"tail").await?;
         writer.flush().await?;
@@ -917,7 +987,13 @@ async fn sendfile_frames_carry_the_file_bytes() {
     }
     let content = sent.await.unwrap().unwrap();
     assert_eq!(got[0], (1, 0, b"head".to_vec()));
-    assert_eq!(got[1], (1, 4, content[1000..501_000].to_vec()));
+    let joined = [
+        &content[1000..201_000],
+        &content[300_000..400_000],
+        &content[450_000..501_000],
+    ]
+    .concat();
+    assert_eq!(got[1], (1, 4, joined));
     assert_eq!(got[2], (2, 0, content[7..8].to_vec()));
     assert_eq!(got[3], (2, 1, b"tail".to_vec()));
 }

@@ -9,8 +9,10 @@ use super::wire::Reader;
 use super::{write_frame, MessageError};
 use crate::frame::FrameType;
 
-/// Version of this wire format; a receiver refuses a `Hello` it does not speak.
-pub const PROTOCOL_VERSION: u16 = 2;
+/// Version of this wire format and of how its plain frames are authenticated; a receiver refuses
+/// a `Hello` it does not speak. 3: cleartext is tagged by unit (a run of the layout within a
+/// 256 KiB block), no longer by frame, so frames need not end where runs do.
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// Split code: channels take the next chunk when they are ready (the default).
 pub const SPLIT_DYNAMIC: u8 = 0;

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -21,6 +22,10 @@ use crate::token::JoinKey;
 use super::limits::{preauth, session_frame_limit, Held};
 use super::session::Session;
 use super::Shared;
+
+/// Bytes of a TLS channel that may sit in the TLS layer, out of the socket but not yet readable:
+/// at most one record in part (16 KiB of plaintext and its overhead), rounded up generously.
+const TLS_SLACK: usize = 32 << 10;
 
 impl Shared {
     /// Count a just-accepted connection against the descriptor budget; `None` (and the
@@ -63,12 +68,15 @@ impl Shared {
     ) -> Result<()> {
         let _ = tcp.set_nodelay(true);
         let limits = &self.cfg.limits;
+        let fd = tcp.as_raw_fd();
         let hs = tokio::time::timeout(limits.handshake_timeout, async {
             let tls = self.acceptor.accept(tcp).await?;
             // Keying material for join tokens; only used if this connection starts a session.
             let id: [u8; 16] = rand::random();
             let (km, cipher, w) = (tls.exporter, tls.cipher, tls.write);
             let mut reader = FrameReader::new(tls.read, preauth(limits.frame));
+            // `tls.read` owns (a share of) the socket behind `fd`.
+            reader.batch_wakeups(fd, TLS_SLACK, limits.idle_timeout);
             let first = reader.message().await?;
             reader.set_limits(limits.frame);
             reader.set_budget(self.buffers.clone());
@@ -146,8 +154,11 @@ impl Shared {
     ) -> Result<()> {
         let _ = tcp.set_nodelay(true);
         let limits = &self.cfg.limits;
+        let fd = tcp.as_raw_fd();
         let (r, w) = tcp.into_split();
         let mut reader = FrameReader::new(Box::new(r), preauth(limits.frame));
+        // `r` owns (a share of) the socket behind `fd`.
+        reader.batch_wakeups(fd, 0, limits.idle_timeout);
         let first = match tokio::time::timeout(limits.handshake_timeout, reader.message()).await {
             Ok(m) => m,
             Err(_) => {

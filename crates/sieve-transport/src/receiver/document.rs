@@ -13,6 +13,7 @@ use sieve_core::sieve::Placement;
 use sieve_core::Kind;
 use tracing::{info, warn};
 
+use crate::mac::units;
 use crate::store::{self, PartFile};
 
 use super::limits::Held;
@@ -174,7 +175,14 @@ impl Session {
             // Still check that the piece lies inside the stream.
             slot.placement.place(kind, d.offset, len, |_, _, _| {})?;
         }
-        let hash = (kind == Kind::Plain).then(|| self.mac.tag(d.doc, d.offset, d.payload));
+        let mut tags = Vec::new();
+        if kind == Kind::Plain {
+            units(&slot.placement, d.offset, len, |within, n| {
+                let at = d.offset + within;
+                let unit = &d.payload[within as usize..(within + n) as usize];
+                tags.push((at, n, self.mac.tag(d.doc, at, unit)));
+            })?;
+        }
         self.shared
             .stats
             .bytes_received
@@ -182,9 +190,12 @@ impl Session {
         {
             let mut p = slot.progress.lock().map_err(|_| anyhow!("poisoned"))?;
             p.first_data.get_or_insert_with(Instant::now);
-            match hash {
-                Some(h) => p.ledgers[Kind::Plain.index()].record_hashed(d.offset, len, h),
-                None => p.ledgers[Kind::Secure.index()].record_unhashed(d.offset, len),
+            if kind == Kind::Plain {
+                for (at, n, h) in tags {
+                    p.ledgers[Kind::Plain.index()].record_hashed(at, n, h);
+                }
+            } else {
+                p.ledgers[Kind::Secure.index()].record_unhashed(d.offset, len);
             }
         }
         self.maybe_finalize(&slot);

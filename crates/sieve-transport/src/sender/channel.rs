@@ -13,8 +13,11 @@ use sieve_core::{Kind, Piece, Plan};
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::conn::FrameWriter;
-use crate::mac::PlainMac;
-use crate::source::Source;
+use crate::mac::{self, PlainMac, MAC_BLOCK};
+use crate::source::{Slice, Source};
+
+/// A cleartext unit's stream offset, length and tag.
+type Tag = (u64, u64, [u8; 32]);
 
 use super::Progress;
 
@@ -86,6 +89,82 @@ impl Shared {
         w.flush().await
     }
 
+    /// Send `len` bytes of `doc`'s cleartext from stream offset `off` as one frame, straight from
+    /// the mapping, and record their tags. Returns the span of the file they came from.
+    ///
+    /// The frame spans whatever runs of the file it needs (see [`crate::mac::units`]); its
+    /// parts go out one MAC block at a time, each tagged just before the socket copies it.
+    async fn send_mapped_plain(
+        &self,
+        w: &mut FrameWriter,
+        src: &Source,
+        doc: u32,
+        off: u64,
+        len: usize,
+    ) -> Result<Option<std::ops::Range<u64>>> {
+        let mut units = Vec::new();
+        mac::units(src.streams(), off, len as u64, |within, n| {
+            units.push((off + within, n))
+        })?;
+        let mut blocks = units.chunk_by(|a, b| a.0 / MAC_BLOCK == b.0 / MAC_BLOCK);
+        let mut tags = Vec::with_capacity(units.len());
+        let mut raw: Option<std::ops::Range<u64>> = None;
+        let mut copy = Vec::new();
+        let next = || -> Result<Option<Vec<Slice>>> {
+            let Some(block) = blocks.next() else {
+                return Ok(None);
+            };
+            let mut part = Vec::new();
+            for &(at, n) in block {
+                let slices = src.slices(Kind::Plain, at, n)?;
+                let tag = match slices[..] {
+                    [(_, bytes)] => self.mac.tag(doc, at, bytes),
+                    // One run of the content that is two in the file (an escape sat between):
+                    // a tag covers contiguous bytes, so it covers a copy.
+                    _ => {
+                        copy.clear();
+                        slices.iter().for_each(|(_, b)| copy.extend_from_slice(b));
+                        self.mac.tag(doc, at, &copy)
+                    }
+                };
+                tags.push((at, n, tag));
+                for &(a, b) in &slices {
+                    let end = a + b.len() as u64;
+                    raw = Some(
+                        raw.take()
+                            .map_or(a..end, |r| r.start.min(a)..r.end.max(end)),
+                    );
+                }
+                part.extend(slices);
+            }
+            Ok(Some(part))
+        };
+        w.data_from_file(doc, off, len, src.file(), next).await?;
+        self.record(doc, tags)?;
+        Ok(raw)
+    }
+
+    /// The tags of the contiguous cleartext `bytes` of `doc` at stream offset `off`.
+    fn tags(&self, src: &Source, doc: u32, off: u64, bytes: &[u8]) -> Result<Vec<Tag>> {
+        let mut tags = Vec::new();
+        mac::units(src.streams(), off, bytes.len() as u64, |within, n| {
+            let unit = &bytes[within as usize..(within + n) as usize];
+            tags.push((off + within, n, self.mac.tag(doc, off + within, unit)));
+        })?;
+        Ok(tags)
+    }
+
+    /// Record cleartext tags in `doc`'s ledger.
+    fn record(&self, doc: u32, tags: Vec<Tag>) -> Result<()> {
+        let mut ledger = self.plain_ledgers[doc as usize]
+            .lock()
+            .map_err(|_| anyhow!("poisoned"))?;
+        for (at, n, tag) in tags {
+            ledger.record_hashed(at, n, tag);
+        }
+        Ok(())
+    }
+
     /// `n` more bytes of `doc` are written (or skipped); after its last byte, its DOC_END goes.
     pub(super) async fn piece_done(
         &self,
@@ -148,49 +227,50 @@ impl Shared {
                     self.piece_done(piece.doc, n, &mut w).await?;
                     break;
                 }
-                let max = ((end - off) as usize).min(chunk);
-                // Reads may block on the disk; a slice of a mapping is taken at once (its pages
-                // are faulted in later, as the MAC and the socket read them).
-                let frame = if src.is_mapped() {
-                    src.frame(kind, off, max, &mut buf)
-                } else {
-                    tokio::task::block_in_place(|| src.frame(kind, off, max, &mut buf))
-                }?;
-                let bytes = frame.bytes;
-                let n = bytes.len();
-                if kind == Kind::Plain {
-                    let h = self.mac.tag(piece.doc, off, bytes);
-                    self.plain_ledgers[piece.doc as usize]
-                        .lock()
-                        .map_err(|_| anyhow!("poisoned"))?
-                        .record_hashed(off, n as u64, h);
-                }
-                match (w.as_mut(), frame.at) {
-                    // Cleartext straight from the page cache (see `FrameWriter::data_from_file`).
-                    (Some(w), Some(at)) if kind == Kind::Plain => {
-                        w.data_from_file(piece.doc, off, bytes, src.file(), at)
-                            .await?
+                let n = ((end - off) as usize).min(chunk);
+                let raw = match w.as_mut() {
+                    Some(w) if kind == Kind::Plain && src.is_mapped() => {
+                        self.send_mapped_plain(w, src, piece.doc, off, n).await?
                     }
-                    (Some(w), _) => w.data(piece.doc, off, bytes).await?,
-                    (None, _) => {
-                        let mut c = self.ctl.lock().await;
-                        c.data(piece.doc, off, bytes).await?;
+                    _ => {
+                        // Reads may block on the disk; a mapping is copied from memory, and
+                        // only for classified frames that span runs (TLS copies them anyway).
+                        let frame = if src.is_mapped() {
+                            src.frame(kind, off, n, &mut buf)
+                        } else {
+                            tokio::task::block_in_place(|| src.frame(kind, off, n, &mut buf))
+                        }?;
+                        if kind == Kind::Plain {
+                            let tags = self.tags(src, piece.doc, off, frame.bytes)?;
+                            self.record(piece.doc, tags)?;
+                        }
+                        match w.as_mut() {
+                            Some(w) => w.data(piece.doc, off, frame.bytes).await?,
+                            None => {
+                                self.ctl
+                                    .lock()
+                                    .await
+                                    .data(piece.doc, off, frame.bytes)
+                                    .await?
+                            }
+                        }
+                        frame.raw
                     }
-                }
-                if let Some(at) = frame.at {
+                };
+                if let Some(raw) = raw {
                     // The bytes are in the kernel (or our buffer) now: let the pages go every
                     // few MiB, so that resident memory stays small whatever the document size.
                     let doc = piece.doc as usize;
                     match &mut sent {
                         Some((d, r)) if *d == doc => {
-                            r.start = r.start.min(at);
-                            r.end = r.end.max(at + n as u64);
+                            r.start = r.start.min(raw.start);
+                            r.end = r.end.max(raw.end);
                         }
                         _ => {
                             if let Some((d, r)) = sent.take() {
                                 self.sources[d].release(r);
                             }
-                            sent = Some((doc, at..at + n as u64));
+                            sent = Some((doc, raw));
                         }
                     }
                     if let Some((d, r)) = sent

@@ -9,7 +9,7 @@ pub mod proxy;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -397,12 +397,19 @@ impl ProxyListener {
         let ProxyListener { addr, listener } = self;
         let connections = Arc::new(AtomicU64::new(0));
         let flipped = Arc::new(AtomicU64::new(0));
-        let (c, f) = (connections.clone(), flipped.clone());
+        let upstream = Arc::new(Mutex::new(Vec::new()));
+        let (c, f, rec) = (connections.clone(), flipped.clone(), upstream.clone());
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let first = c.fetch_add(1, Ordering::Relaxed) == 0;
                 let flip_at = flip_at.filter(|_| first);
                 let f = f.clone();
+                let rec = rec.clone();
+                let conn = {
+                    let mut r = rec.lock().unwrap();
+                    r.push(Vec::new());
+                    r.len() - 1
+                };
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(target).await else {
                         return;
@@ -426,6 +433,7 @@ impl ProxyListener {
                                 }
                             }
                             pos += n as u64;
+                            rec.lock().unwrap()[conn].extend_from_slice(&buf[..n]);
                             if sw.write_all(&buf[..n]).await.is_err() {
                                 break;
                             }
@@ -444,6 +452,7 @@ impl ProxyListener {
             addr,
             connections,
             flipped,
+            upstream,
             task,
         }
     }
@@ -456,6 +465,8 @@ pub struct Proxy {
     pub connections: Arc<AtomicU64>,
     /// Bytes changed.
     pub flipped: Arc<AtomicU64>,
+    /// Every byte each connection sent towards the server, as it left the proxy.
+    pub upstream: Arc<Mutex<Vec<Vec<u8>>>>,
     task: JoinHandle<()>,
 }
 
