@@ -17,6 +17,9 @@ use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
 use sieve_core::sieve::{OutOfStream, Placement};
 use sieve_core::Kind;
 
+/// A unit's stream offset, length and tag.
+pub type Tag = (u64, u64, [u8; 32]);
+
 /// Most bytes one tag covers: units never cross a multiple of this in the plain stream.
 pub const MAC_BLOCK: u64 = 256 << 10;
 
@@ -61,6 +64,24 @@ impl PlainMac {
         // AES-128 accepts any 16-byte key, so this cannot fail.
         let key = UnboundKey::new(&AES_128_GCM, &k[..16]).expect("16-byte AES-128 key");
         PlainMac(LessSafeKey::new(key))
+    }
+
+    /// The tags of every unit (see [`units`]) of the contiguous plain frame `bytes` of `doc` at
+    /// stream `offset`: `(offset, length, tag)` of each, in order, as the ledger records them.
+    pub fn frame_tags(
+        &self,
+        streams: &Placement,
+        doc: u32,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<Vec<Tag>, OutOfStream> {
+        let mut tags = Vec::new();
+        units(streams, offset, bytes.len() as u64, |within, n| {
+            let at = offset + within;
+            let unit = &bytes[within as usize..(within + n) as usize];
+            tags.push((at, n, self.tag(doc, at, unit)));
+        })?;
+        Ok(tags)
     }
 
     /// The tag of the unit of `doc` at plain-stream `offset`, widened for the ledger.

@@ -13,7 +13,6 @@ use sieve_core::sieve::Placement;
 use sieve_core::Kind;
 use tracing::{info, warn};
 
-use crate::mac::units;
 use crate::store::{self, PartFile};
 
 use super::limits::Held;
@@ -175,14 +174,12 @@ impl Session {
             // Still check that the piece lies inside the stream.
             slot.placement.place(kind, d.offset, len, |_, _, _| {})?;
         }
-        let mut tags = Vec::new();
-        if kind == Kind::Plain {
-            units(&slot.placement, d.offset, len, |within, n| {
-                let at = d.offset + within;
-                let unit = &d.payload[within as usize..(within + n) as usize];
-                tags.push((at, n, self.mac.tag(d.doc, at, unit)));
-            })?;
-        }
+        let tags = if kind == Kind::Plain {
+            self.mac
+                .frame_tags(&slot.placement, d.doc, d.offset, d.payload)?
+        } else {
+            Vec::new()
+        };
         self.shared
             .stats
             .bytes_received

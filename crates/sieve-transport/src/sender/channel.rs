@@ -13,11 +13,8 @@ use sieve_core::{Kind, Piece, Plan};
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::conn::FrameWriter;
-use crate::mac::{self, PlainMac, MAC_BLOCK};
+use crate::mac::{self, PlainMac, Tag, MAC_BLOCK};
 use crate::source::{Slice, Source};
-
-/// A cleartext unit's stream offset, length and tag.
-type Tag = (u64, u64, [u8; 32]);
 
 use super::Progress;
 
@@ -144,16 +141,6 @@ impl Shared {
         Ok(raw)
     }
 
-    /// The tags of the contiguous cleartext `bytes` of `doc` at stream offset `off`.
-    fn tags(&self, src: &Source, doc: u32, off: u64, bytes: &[u8]) -> Result<Vec<Tag>> {
-        let mut tags = Vec::new();
-        mac::units(src.streams(), off, bytes.len() as u64, |within, n| {
-            let unit = &bytes[within as usize..(within + n) as usize];
-            tags.push((off + within, n, self.mac.tag(doc, off + within, unit)));
-        })?;
-        Ok(tags)
-    }
-
     /// Record cleartext tags in `doc`'s ledger.
     fn record(&self, doc: u32, tags: Vec<Tag>) -> Result<()> {
         let mut ledger = self.plain_ledgers[doc as usize]
@@ -241,7 +228,9 @@ impl Shared {
                             tokio::task::block_in_place(|| src.frame(kind, off, n, &mut buf))
                         }?;
                         if kind == Kind::Plain {
-                            let tags = self.tags(src, piece.doc, off, frame.bytes)?;
+                            let tags =
+                                self.mac
+                                    .frame_tags(src.streams(), piece.doc, off, frame.bytes)?;
                             self.record(piece.doc, tags)?;
                         }
                         match w.as_mut() {
