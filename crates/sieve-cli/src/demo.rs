@@ -133,7 +133,7 @@ pub async fn run(args: &Args) -> Result<()> {
         idle_timeout: Duration::from_secs(30),
         processing_per_secure_mb: Duration::ZERO,
         mmap: true,
-        sendfile: Sendfile::Auto,
+        sendfile: Sendfile::Always,
         legacy: None,
     };
     let mut results: [Vec<SessionReport>; 2] = [Vec::new(), Vec::new()];

@@ -99,13 +99,9 @@ pub struct Args {
     /// being sent then stops the sender with SIGBUS; use this for files that may change.
     #[arg(long)]
     pub no_mmap: bool,
-    /// How mapped cleartext reaches the plain sockets: auto (by sendfile(2) when the receiver's
-    /// plain address is another host, by copies on loopback), always (sendfile), or never
-    /// (copies). sendfile spares the sender a copy of every cleartext byte; a receiver on the
-    /// same host then copies out of the page cache instead, which costs it more than the sender
-    /// saves. Choose never when the receiver shares this host behind a non-loopback address (a
-    /// container, a virtual machine's bridge).
-    #[arg(long, default_value = "auto")]
+    /// How mapped cleartext reaches the plain sockets: always by sendfile(2), which spares the
+    /// sender a copy of every cleartext byte (faster on loopback too), or never (copies).
+    #[arg(long, default_value = "always")]
     pub sendfile: Sendfile,
     /// INSECURE, for the laboratory only: open the secure channels with one of the thesis's
     /// broken TLS 1.2 suites through OpenSSL: 3des-ede-cbc-sha or aes256-cbc-sha. The receiver

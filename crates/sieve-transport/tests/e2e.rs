@@ -280,15 +280,15 @@ async fn strip_marks() {
         strip: true,
         ..MarkConfig::default()
     });
-    // Mapped (frames spanning content runs; cleartext copied, as on loopback, or by sendfile, as
-    // towards other hosts) and read (--no-mmap).
+    // Mapped (frames spanning content runs; cleartext by sendfile, the default, or copied) and
+    // read (--no-mmap).
     for (mode, n, m, mmap, sendfile) in [
-        (Mode::Sieve, 1, 1, true, Sendfile::Auto),
+        (Mode::Sieve, 1, 1, true, Sendfile::Never),
         (Mode::Sieve, 1, 1, true, Sendfile::Always),
         (Mode::Sieve, 1, 1, false, Sendfile::Always),
-        (Mode::Sieve, 3, 2, true, Sendfile::Auto),
+        (Mode::Sieve, 3, 2, true, Sendfile::Never),
         (Mode::Sieve, 2, 3, true, Sendfile::Always),
-        (Mode::SecureOnly, 2, 0, false, Sendfile::Auto),
+        (Mode::SecureOnly, 2, 0, false, Sendfile::Never),
     ] {
         let cfg = sieve_transport::sender::SendConfig {
             classify: strip.clone(),
@@ -676,8 +676,8 @@ async fn changed_plain_byte_fails_the_document() {
 
 /// The plain channels do not show where the classified parts sat (DESIGN §6: an observer must not
 /// learn the layout). Recorded by a proxy on the plain channel, the DATA frames are the
-/// scheduler's chunks, one after the other, however the cleartext runs fall: mapped and copied
-/// (as on loopback), mapped and sent by `sendfile(2)` (as towards other hosts), or read.
+/// scheduler's chunks, one after the other, however the cleartext runs fall: mapped and sent by
+/// `sendfile(2)` (the default), mapped and copied, or read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_frames_do_not_show_the_layout() {
     let src = tempfile::tempdir().unwrap();
@@ -932,9 +932,8 @@ async fn large_document_with_parallel_marks_pass() {
     }
 }
 
-/// Cleartext by `sendfile(2)` (used towards other hosts; loopback sessions copy instead, so this
-/// drives the writer directly): header and file slices, in parts, arrive as one well-formed frame,
-/// between ordinary frames.
+/// Cleartext by `sendfile(2)`, driving the writer directly: header and file slices, in parts,
+/// arrive as one well-formed frame, between ordinary frames.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sendfile_frames_carry_the_file_bytes() {
     use sieve_core::frame::{FrameType, Limits};

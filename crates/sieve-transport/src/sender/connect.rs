@@ -23,7 +23,7 @@ use crate::sendq::SendQueues;
 use crate::tls::Secured;
 use crate::token::JoinKey;
 
-use super::SendConfig;
+use super::{SendConfig, Sendfile};
 
 /// A session whose every channel has joined.
 pub(super) struct Connected {
@@ -131,7 +131,7 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
             queues.watch(&tcp);
             let (r, w) = tcp.into_split();
             let j = Join { session_id: sid, kind: Kind::Plain, index: i, token: key.token(Kind::Plain, i) };
-            let w = if sendfile.towards(plain_addr) { FrameWriter::tcp(w) } else { FrameWriter::new(Box::new(w)) };
+            let w = if sendfile == Sendfile::Always { FrameWriter::tcp(w) } else { FrameWriter::new(Box::new(w)) };
             let w = join(FrameReader::new(Box::new(r), limits), w, j, "a plain channel", idle).await?;
             anyhow::Ok((i, w))
         });

@@ -204,7 +204,7 @@ impl TestReceiver {
             idle_timeout: Duration::from_secs(20),
             processing_per_secure_mb: Duration::ZERO,
             mmap: true,
-            sendfile: Sendfile::Auto,
+            sendfile: Sendfile::default(),
             legacy: None,
         }
     }
