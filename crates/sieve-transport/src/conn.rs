@@ -492,11 +492,6 @@ impl FrameWriter {
         }
     }
 
-    /// Whether data frames from files go by `sendfile(2)` (a plain TCP socket).
-    pub fn sends_files(&self) -> bool {
-        matches!(self.inner, Sink::Tcp(_))
-    }
-
     fn w(&mut self) -> &mut (dyn AsyncWrite + Send + Unpin) {
         match &mut self.inner {
             Sink::Stream(w) => w,

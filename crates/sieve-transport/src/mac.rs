@@ -31,7 +31,7 @@ pub const MAC_BLOCK: u64 = 256 << 10;
 /// frame: a frame of a mapped document spans several runs, which are not next to each other in
 /// the file (the classified parts and marks sit between them), and a tag covers contiguous bytes;
 /// cutting at the runs lets the sender tag the file's bytes where they lie, without copying them.
-/// The blocks keep each unit small enough to still be in cache when the socket copies it. Neither
+/// The blocks keep each unit small enough to still be in cache when it is sent. Neither
 /// cut shows on the wire: frames are cut by the scheduler alone, so the plain channels do not
 /// tell where the classified parts sat.
 pub fn units(

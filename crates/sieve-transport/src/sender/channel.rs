@@ -90,7 +90,8 @@ impl Shared {
     /// the mapping, and record their tags. Returns the span of the file they came from.
     ///
     /// The frame spans whatever runs of the file it needs (see [`crate::mac::units`]); its
-    /// parts go out one MAC block at a time, each tagged just before the socket copies it.
+    /// parts go out one MAC block at a time, each tagged just before it is sent, so that the
+    /// bytes the socket (or, by `sendfile`, the receiver) copies are still in cache.
     async fn send_mapped_plain(
         &self,
         w: &mut FrameWriter,

@@ -591,7 +591,7 @@ pub async fn send(
 #[cfg(test)]
 mod tests {
     use super::{Chunk, Sendfile, AUTO_CHUNK_MAX, AUTO_CHUNK_MIN};
-    use crate::receiver::{honest_buffer_bytes, MAX_CHANNELS};
+    use crate::receiver::{honest_buffer_bytes, HONEST_FRAME_KIB, MAX_CHANNELS};
     use sieve_core::message::DATA_PREFIX_LEN;
 
     const GIB: u64 = 1 << 30;
@@ -625,7 +625,7 @@ mod tests {
         // However many channels, a session's frames (all but one channel's) take no more of the
         // receiver's budget than 31 channels of 256 KiB frames, the case `honest_buffer_bytes`
         // is computed for; so that bound still rules out honest sessions stalling each other.
-        let per_session = honest_buffer_bytes(1) - (257 << 10);
+        let per_session = honest_buffer_bytes(1) - (HONEST_FRAME_KIB << 10);
         let buffer = |c: u32| (u64::from(c) + DATA_PREFIX_LEN as u64).div_ceil(1024) * 1024;
         for n in 1..=16u64 {
             for m in 0..=16u64 {
