@@ -423,12 +423,14 @@ enum Firsts {
 }
 
 impl Firsts {
-    fn new([a, b, c]: [u8; 3]) -> Firsts {
-        match (a == b, a == c, b == c) {
-            (true, true, _) => Firsts::One(a),
-            (true, false, _) | (false, true, _) => Firsts::Two(a, if a == b { c } else { b }),
-            (false, false, true) => Firsts::Two(a, b),
-            (false, false, false) => Firsts::Three(a, b, c),
+    fn new(firsts: [u8; 3]) -> Firsts {
+        let mut sorted = firsts;
+        sorted.sort_unstable();
+        match sorted {
+            [a, _, c] if a == c => Firsts::One(a),
+            [a, b, c] if a == b => Firsts::Two(a, c),
+            [a, b, c] if b == c => Firsts::Two(a, b),
+            [a, b, c] => Firsts::Three(a, b, c),
         }
     }
 
