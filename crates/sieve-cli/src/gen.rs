@@ -5,7 +5,7 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use sieve_core::gen::{parse_size, write_xp_with, XpSpec};
+use sieve_core::gen::{parse_size, write_xp_with, XpSpec, WRITE_CHUNK};
 use sieve_core::ranges::ClassifiedRanges;
 use sieve_core::ranges_file;
 
@@ -28,9 +28,6 @@ pub struct Args {
     pub ranges_out: Option<PathBuf>,
 }
 
-/// Bytes `sieve gen` hands the kernel per write.
-const GEN_WRITE: usize = 4 << 20;
-
 pub fn run(args: &Args) -> Result<()> {
     if !(0.0..=1.0).contains(&args.proportion) {
         bail!(
@@ -40,11 +37,7 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let f = File::create(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
-    // Written 4 MiB at a time, a large document sits in the page cache in large folios, as it
-    // would had it been read from disk; 1 MiB writes left it in small ones, which cost every
-    // mode that maps it extra page-mapping work (1 GiB sieved, 0.78 against 0.73 of the
-    // secure-only time, `bench/transfer.sh` with `WARM=written` and without).
-    let mut w = BufWriter::with_capacity(GEN_WRITE, f);
+    let mut w = BufWriter::with_capacity(WRITE_CHUNK, f);
     let spec = XpSpec {
         size: args.size,
         proportion: args.proportion,

@@ -18,9 +18,9 @@ suites AES-GCM runs at roughly 11 GB/s per core, and the sieve competes with mem
 with a slow cipher. For 1-10 MB documents the fixed costs of a transfer dominate both modes and
 the sieve loses a little (F5.1: -8 % at 1MB-10, -5 % at 10MB-10; more at high P, where it pays
 for a second channel and a MAC without saving much encryption). On large documents it wins
-modestly: a 1 GiB document at P = 0.1 answers in about 0.75-0.8 of the secure-only time (PEERS,
+modestly: a 1 GiB document at P = 0.1 answers in about 0.72-0.78 of the secure-only time (PEERS,
 `bench/transfer.sh`), because the sender maps the file, scans it for marks on both cores and
-sends cleartext without encrypting it. It saves **CPU on the receiving side** (CPU-P: 30 % of the
+hands cleartext to the socket by `sendfile(2)` without encrypting or copying it. It saves **CPU on the receiving side** (CPU-P: 30 % of the
 receiver's CPU per GB at P = 0.1), which matters for a receiver serving many senders. **It pays
 most where protecting a byte is expensive relative to moving it**: legacy ciphers (above) and
 per-byte application processing of classified data (F5.7, the thesis's AP emulation: 69 % at

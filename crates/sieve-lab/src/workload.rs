@@ -7,7 +7,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use sieve_core::gen::{write_xp, XpSpec, MB};
+use sieve_core::gen::{write_xp, XpSpec, MB, WRITE_CHUNK};
 
 /// Generates and caches x-P files.
 pub struct Workloads {
@@ -41,7 +41,7 @@ impl Workloads {
             format!("{name}.{copy}.txt")
         });
         let f = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
-        let mut w = BufWriter::with_capacity(1 << 20, f);
+        let mut w = BufWriter::with_capacity(WRITE_CHUNK, f);
         write_xp(
             XpSpec {
                 size: bytes,
