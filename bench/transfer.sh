@@ -23,9 +23,9 @@ cd "$W"
 # The same content without marks, its classified ranges in a file beside it.
 "$S" gen --size "$SIZE" --proportion "$P" -o bare.txt --ranges-out ranges.json 2>/dev/null
 # Warm the page cache as a document read from disk sits in it: written back, dropped, read once.
-# Readahead then holds the file in large folios, as it holds any document a user has read; the
-# freshly written files would instead sit as `sieve gen`'s 1 MiB writes left them, which costs
-# both modes page-mapping work a read document does not (WARM=written measures them that way).
+# Readahead then holds the file in large folios, as it holds any document a user has read, whatever
+# wrote it; a freshly written file sits in folios sized by its writes, and small ones cost both
+# modes page-mapping work (see README, "Numbers, honestly"). WARM=written keeps them as written.
 if [ "${WARM:-read}" = read ]; then
   for f in doc.txt bare.txt; do
     sync "$f"

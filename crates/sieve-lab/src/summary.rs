@@ -15,19 +15,19 @@ suites back (F5.3-5.4, built with the insecure `insecure-thesis-suites` feature)
 comes back on this machine too: **85 % at P = 0.1 and 4 % at P = 0.9 with 3DES-EDE-CBC-SHA**
 (thesis: 67 % and 7 %), 52 % at P = 0.1 with AES-256-CBC-SHA (thesis: 30 %). With today's TLS 1.3
 suites AES-GCM runs at roughly 11 GB/s per core, and the sieve competes with memory copies, not
-with a slow cipher. For 1-10 MB documents the fixed costs of a transfer dominate both modes and
-the sieve loses a little (F5.1: -8 % at 1MB-10, -5 % at 10MB-10; more at high P, where it pays
-for a second channel and a MAC without saving much encryption). On large documents it wins
-modestly: a 1 GiB document at P = 0.1 answers in about 0.72-0.78 of the secure-only time (PEERS,
-`bench/transfer.sh`), because the sender maps the file, scans it for marks on both cores and
-hands cleartext to the socket by `sendfile(2)` without encrypting or copying it. It saves **CPU on the receiving side** (CPU-P: 30 % of the
-receiver's CPU per GB at P = 0.1), which matters for a receiver serving many senders. **It pays
-most where protecting a byte is expensive relative to moving it**: legacy ciphers (above) and
-per-byte application processing of classified data (F5.7, the thesis's AP emulation: 69 % at
-P = 0.1 over the emulated Wi-Fi). On 100 and 54 Mbit/s links (F5.5-5.6) neither encryption nor the
-sieve's scan matters, even with the sender limited to a quarter of a core: the link is the
-bottleneck, both systems move the same bytes, and they tie within half a per cent; the thesis's
-8 % on Wi-Fi already pointed that way.
+with a slow cipher. For 1-10 MB documents the fixed costs of a transfer dominate both modes and the
+sieve loses a little (F5.1: -8 % at 1MB-10, -5 % at 10MB-10; more at high P, where it pays for a
+second channel and a MAC without saving much encryption). On large documents it wins modestly: a 1
+GiB document at P = 0.1 answers in about 0.72-0.78 of the secure-only time (PEERS,
+`bench/transfer.sh`), because the sender maps the file, scans it for marks on both cores and hands
+cleartext to the socket by `sendfile(2)` without encrypting or copying it. It saves **CPU on the
+receiving side** (CPU-P: 30 % of the receiver's CPU per GB at P = 0.1), which matters for a
+receiver serving many senders. **It pays most where protecting a byte is expensive relative to
+moving it**: legacy ciphers (above) and per-byte application processing of classified data (F5.7,
+the thesis's AP emulation: 69 % at P = 0.1 over the emulated Wi-Fi). On 100 and 54 Mbit/s links
+(F5.5-5.6) neither encryption nor the sieve's scan matters, even with the sender limited to a
+quarter of a core: the link is the bottleneck, both systems move the same bytes, and they tie
+within half a per cent; the thesis's 8 % on Wi-Fi already pointed that way.
 ";
 
 /// Write `out/README.md` from the reports present in `out`.
