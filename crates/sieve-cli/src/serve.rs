@@ -41,17 +41,32 @@ pub struct Args {
     /// Largest document accepted (e.g. 100GiB).
     #[arg(long, default_value = "1TiB", value_parser = parse_size_arg)]
     pub max_doc_size: u64,
-    /// Seconds a session may stay silent before it is dropped: no byte on any of its channels,
-    /// not even part of a frame.
+    /// Seconds a session may go without progress before it is dropped: progress is a whole frame,
+    /// or 16 KiB of one, on any of its channels (a client trickling bytes does not count).
     #[arg(long, default_value_t = 60)]
     pub idle_timeout: u64,
-    /// Seconds allowed for a TLS handshake and the first frame.
+    /// Seconds allowed for a TLS handshake.
     #[arg(long, default_value_t = 10)]
     pub handshake_timeout: u64,
+    /// Seconds allowed for a connection's first frame (HELLO or JOIN) once it is open and, for
+    /// TLS, its handshake is done. Connections that say nothing are dropped after this; when
+    /// more than --max-pending wait at once, the oldest are dropped first.
+    #[arg(long, default_value_t = 2.0)]
+    pub join_timeout: f64,
+    /// Connections that have not yet authenticated, per listener (the oldest is dropped for a
+    /// newcomer when all are taken; one address holds at most a quarter of them).
+    #[arg(long, default_value_t = 512)]
+    pub max_pending: usize,
+    /// Sessions one client address (and, with --client-ca, one client certificate) may hold at
+    /// once.
+    #[arg(long, default_value_t = 16)]
+    pub max_sessions_per_client: usize,
     /// Most memory all connections together may hold in frames being received (e.g. 1GiB).
     /// Caps the receiver's memory whatever frame lengths senders claim: a channel whose frame does
     /// not fit waits for memory, and after --idle-timeout its session fails with a message saying
-    /// so. The default fits 64 sessions × 32 channels of 256 KiB frames.
+    /// so. The default fits 64 sessions × 32 channels of 256 KiB frames. Manifests, and the
+    /// records of pieces received, may hold a quarter of this again (one session an eighth of
+    /// that): a document whose manifest does not fit is refused with LIMIT.
     #[arg(long, default_value = "512MiB", value_parser = parse_size_arg)]
     pub max_buffer_memory: u64,
     /// INSECURE, for the laboratory only: make secure channels with OpenSSL, which also accepts
@@ -82,6 +97,11 @@ pub async fn run(args: &Args) -> Result<()> {
         max_doc_bytes: args.max_doc_size,
         idle_timeout: Duration::from_secs(args.idle_timeout),
         handshake_timeout: Duration::from_secs(args.handshake_timeout),
+        join_timeout: Duration::try_from_secs_f64(args.join_timeout)
+            .map_err(|_| anyhow::anyhow!("--join-timeout must be a positive number of seconds"))?,
+        max_pending: args.max_pending,
+        max_pending_per_addr: (args.max_pending / 4).max(1),
+        max_sessions_per_client: args.max_sessions_per_client,
         max_buffer_bytes: args.max_buffer_memory,
         ..ServeLimits::default()
     };

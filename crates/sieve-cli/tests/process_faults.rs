@@ -716,8 +716,8 @@ async fn raw_session(
         mode: Mode::SecureOnly,
         secure_channels: 1,
         plain_channels: 0,
-        split: message::SPLIT_DYNAMIC,
-        batch_split: message::SPLIT_DYNAMIC,
+        split: Default::default(),
+        batch_split: Default::default(),
         chunk_size: 16 << 10,
         docs,
     };

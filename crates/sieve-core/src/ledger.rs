@@ -31,6 +31,10 @@ struct Entry {
     hash: [u8; 32],
 }
 
+/// A tagged unit of a plain stream: its stream offset, its length and its tag (the transport's
+/// MAC, widened to 32 bytes), as [`Ledger::record_hashed`] records it.
+pub type UnitTag = (u64, u64, [u8; 32]);
+
 /// The hash of one piece's bytes, as recorded by [`Ledger::record`].
 pub fn piece_hash(bytes: &[u8]) -> [u8; 32] {
     *blake3::hash(bytes).as_bytes()
@@ -75,6 +79,19 @@ impl Ledger {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// Entries recorded so far (each takes [`Ledger::ENTRY_BYTES`] of memory).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Memory one entry takes.
+    pub const ENTRY_BYTES: u64 = std::mem::size_of::<Entry>() as u64;
 
     /// Check that the pieces cover `0..len` exactly once and return the digest.
     pub fn finish(&mut self, len: u64) -> Result<[u8; 32], LedgerError> {

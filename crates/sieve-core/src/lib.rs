@@ -27,9 +27,11 @@ pub mod ledger;
 pub mod marks;
 pub mod marks_parallel;
 pub mod message;
+pub mod name;
 pub mod plan;
 pub mod ranges;
 pub mod ranges_file;
+pub mod receiver;
 pub mod sieve;
 pub mod split;
 

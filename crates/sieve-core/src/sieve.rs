@@ -129,6 +129,8 @@ pub enum IntegrateError {
         expected: u64,
         got: u64,
     },
+    #[error(transparent)]
+    Overflow(#[from] OutputOverflow),
 }
 
 /// Interleave the two lists back into the document (Figure 3.4), writing `marks` around every
@@ -142,7 +144,7 @@ pub fn integrate<S: AsRef<[u8]>, P: AsRef<[u8]>>(
     let placement = Placement::new(
         layout,
         marks.map(|m| (m.start.len() as u64, m.end.len() as u64)),
-    );
+    )?;
     let mut out = Vec::with_capacity(placement.output_len() as usize);
     let (mut si, mut pi) = (0usize, 0usize);
     for (kind, len) in layout.segments() {
@@ -234,9 +236,34 @@ pub struct OutOfStream {
     pub len: u64,
 }
 
+/// A layout whose output (content plus restored marks) would not fit in 64 bits.
+///
+/// A manifest is input from the network: its segment lengths and mark lengths are summed with
+/// checked arithmetic, so that a wrapped total can never pass a size limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("the document's length (its segments and restored marks) overflows 64 bits")]
+pub struct OutputOverflow;
+
+/// Length of the document a layout describes once `marks` (lengths of the start and end marks,
+/// or `None`) are restored around its classified segments: what [`Placement::new`] would give as
+/// [`Placement::output_len`], without building the placement.
+pub fn output_len(layout: &Layout, marks: Option<(u64, u64)>) -> Result<u64, OutputOverflow> {
+    let mut out = 0u64;
+    for (kind, len) in layout.segments() {
+        out = out.checked_add(len).ok_or(OutputOverflow)?;
+        if let (Kind::Secure, Some((s, e))) = (kind, marks) {
+            out = out
+                .checked_add(s)
+                .and_then(|o| o.checked_add(e))
+                .ok_or(OutputOverflow)?;
+        }
+    }
+    Ok(out)
+}
+
 impl Placement {
     /// `marks`: lengths of the start and end marks to restore, or `None` to strip them.
-    pub fn new(layout: &Layout, marks: Option<(u64, u64)>) -> Placement {
+    pub fn new(layout: &Layout, marks: Option<(u64, u64)>) -> Result<Placement, OutputOverflow> {
         let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
         let mut stream_len = [0u64; 2];
         let mut mark_offsets = Vec::new();
@@ -245,7 +272,7 @@ impl Placement {
             let restore = if kind == Kind::Secure { marks } else { None };
             if let Some((s, _)) = restore {
                 mark_offsets.push((out, true));
-                out += s;
+                out = out.checked_add(s).ok_or(OutputOverflow)?;
             }
             if len > 0 {
                 runs[kind.index()].push(Run {
@@ -254,19 +281,25 @@ impl Placement {
                     len,
                 });
             }
+            // Stream lengths are parts of the output length, so they cannot overflow if it does not.
             stream_len[kind.index()] += len;
-            out += len;
+            out = out.checked_add(len).ok_or(OutputOverflow)?;
             if let Some((_, e)) = restore {
                 mark_offsets.push((out, false));
-                out += e;
+                out = out.checked_add(e).ok_or(OutputOverflow)?;
             }
         }
-        Placement {
+        Ok(Placement {
             runs,
             stream_len,
             mark_offsets,
             output_len: out,
-        }
+        })
+    }
+
+    /// Segments of the layout this placement was built from (for memory accounting).
+    pub fn run_count(&self) -> usize {
+        self.runs[0].len() + self.runs[1].len() + self.mark_offsets.len()
     }
 
     /// Length of the integrated document.
@@ -379,13 +412,29 @@ mod tests {
     }
 
     #[test]
+    fn placement_refuses_outputs_that_overflow() {
+        // Segment lengths that fit in 64 bits, with marks that push the total past it.
+        let layout = Layout {
+            first: Kind::Secure,
+            lens: vec![u64::MAX - 4],
+        };
+        assert!(Placement::new(&layout, None).is_ok());
+        assert_eq!(Placement::new(&layout, Some((4, 4))), Err(OutputOverflow));
+        let layout = Layout {
+            first: Kind::Plain,
+            lens: vec![u64::MAX, 1],
+        };
+        assert_eq!(Placement::new(&layout, None), Err(OutputOverflow));
+    }
+
+    #[test]
     fn placement_maps_stream_pieces() {
         // plain 2, secure 3, plain 1, secure 0, plain 4; marks of 4 bytes each restored.
         let layout = Layout {
             first: Kind::Plain,
             lens: vec![2, 3, 1, 0, 4],
         };
-        let p = Placement::new(&layout, Some((4, 4)));
+        let p = Placement::new(&layout, Some((4, 4))).unwrap();
         assert_eq!(p.output_len(), 10 + 16);
         let mut got = Vec::new();
         p.place(Kind::Plain, 1, 5, |o, w, l| got.push((o, w, l)))

@@ -2,6 +2,7 @@
 //! limits are enforced on the header alone, and no input makes a decoder panic.
 
 use proptest::prelude::*;
+use sieve_core::batch::BatchSplit;
 use sieve_core::frame::{self, FrameError, FrameType, Limits, HEADER_LEN};
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::message::{
@@ -9,6 +10,7 @@ use sieve_core::message::{
     MessageError, Mode, Session, DATA_HEADER_LEN, MAX_ADDR_LEN, MAX_MARK_LEN, MAX_NAME_LEN,
     MAX_TEXT_LEN,
 };
+use sieve_core::split::Split;
 
 // ---------- strategies ----------
 
@@ -71,8 +73,13 @@ fn hello() -> impl Strategy<Value = Hello> {
         mode(),
         any::<u8>(),
         any::<u8>(),
-        any::<u8>(),
-        any::<u8>(),
+        prop::sample::select(vec![Split::Dynamic, Split::Even, Split::Segment]),
+        prop::sample::select(vec![
+            BatchSplit::Dynamic,
+            BatchSplit::File,
+            BatchSplit::Even,
+            BatchSplit::Segment,
+        ]),
         any::<u32>(),
         any::<u32>(),
     )

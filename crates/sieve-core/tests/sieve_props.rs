@@ -151,7 +151,7 @@ proptest! {
         let s = sieve(&content, &cr);
         let m = restore.then(default_marks);
         let expected = integrate(&s.layout, &s.secure, &s.plain, m).unwrap();
-        let p = Placement::new(&s.layout, m.map(|m| (m.start.len() as u64, m.end.len() as u64)));
+        let p = Placement::new(&s.layout, m.map(|m| (m.start.len() as u64, m.end.len() as u64))).unwrap();
         prop_assert_eq!(p.output_len(), expected.len() as u64);
         let mut out = vec![0xAAu8; expected.len()];
         for (off, start) in p.mark_offsets() {

@@ -29,6 +29,9 @@ pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 /// budget again (see [`crate::receiver::honest_buffer_bytes`]).
 pub const RETAIN_BUFFER: usize = (4 << 20) + (64 << 10);
 
+/// Bytes of a frame in progress that count as activity (see [`Activity`]).
+pub const ACTIVITY_STEP: usize = 16 << 10;
+
 /// A frame's payload buffer grows by at most this much at a time, as its bytes arrive: a header
 /// alone claiming 16 MiB costs at most this much.
 pub const GROW_STEP: usize = 1 << 20;
@@ -118,10 +121,13 @@ impl BufferExhausted {
     }
 }
 
-/// When any of a group of readers (the channels of one session) last took a byte from its stream.
+/// When any of a group of readers (the channels of one session) last made progress: completed a
+/// frame, or received another [`ACTIVITY_STEP`] bytes of one.
 ///
-/// Idle checks ask this rather than whether whole frames arrived: on a link slower than one
-/// frame per idle timeout, bytes still trickle in and the session is alive.
+/// Not every byte: a peer that trickles one byte a second must not hold a session (and its
+/// budgets) forever, so a session must move a whole frame, or 16 KiB of one, within each idle
+/// timeout (a minimum rate, as HTTP servers require of request bodies). A slow honest link
+/// still counts: at 64 KiB/s a frame of several idle timeouts is alive all the way.
 #[derive(Debug, Clone)]
 pub struct Activity {
     since: Instant,
@@ -211,7 +217,7 @@ impl FrameReader {
         self.lowat = Some(Lowat::new(socket, slack, idle));
     }
 
-    /// Touch `activity` whenever bytes arrive, whole frames or not (a session's idle check).
+    /// Touch `activity` whenever a whole frame has arrived (a session's idle check).
     pub fn report_activity_to(&mut self, activity: Activity) {
         self.activity = Some(activity);
     }
@@ -371,7 +377,6 @@ impl FrameReader {
                 return Err(anyhow!("connection closed inside a frame header"));
             }
             self.hdr_have += n;
-            self.heard();
         }
         let h = frame::parse_header(&self.hdr, &self.limits)?;
         let len = h.len as usize;
@@ -403,11 +408,14 @@ impl FrameReader {
                     h.ty.name()
                 ));
             }
+            if (self.body_have + n) / ACTIVITY_STEP > self.body_have / ACTIVITY_STEP {
+                self.heard();
+            }
             self.body_have += n;
-            self.heard();
         }
         self.hdr_have = 0;
         self.body_have = 0;
+        self.heard();
         Ok(Some((h.ty, &self.buf[..len])))
     }
 

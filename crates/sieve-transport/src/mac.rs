@@ -113,7 +113,7 @@ mod tests {
         // Plain runs of 100 B, 600 KiB and 50 B between classified parts.
         let b = 600 << 10;
         let layout = Layout::from_ranges(100 + 7 + b + 9 + 50, &[100..107, 107 + b..116 + b]);
-        let p = Placement::new(&layout, None);
+        let p = Placement::new(&layout, None).unwrap();
         let mut got = Vec::new();
         units(&p, 0, 100 + b + 50, |w, n| got.push((w, n))).unwrap();
         let m = MAC_BLOCK;

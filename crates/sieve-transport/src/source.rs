@@ -73,6 +73,8 @@ pub struct Source {
     content_starts: Vec<u64>,
     /// Stream offset → content offset.
     streams: Placement,
+    /// Length of the document the receiver writes (content and restored marks).
+    output_len: u64,
 }
 
 impl Source {
@@ -128,7 +130,13 @@ impl Source {
         if pos != layout.content_len() {
             bail!("internal error: content runs ({pos} bytes) disagree with the layout");
         }
-        let streams = Placement::new(&layout, None);
+        let streams = Placement::new(&layout, None)
+            .with_context(|| format!("{} cannot be described", path.display()))?;
+        let marks_len = marks
+            .as_ref()
+            .map(|(s, e): &(Vec<u8>, Vec<u8>)| (s.len() as u64, e.len() as u64));
+        let output_len = sieve_core::sieve::output_len(&layout, marks_len)
+            .with_context(|| format!("{} cannot be described", path.display()))?;
         Ok(Source {
             path: path.to_path_buf(),
             name,
@@ -139,14 +147,21 @@ impl Source {
             extents,
             content_starts,
             streams,
+            output_len,
         })
     }
 
     /// Treat the whole content as classified (secure-only mode): one secure segment, no marks.
     pub fn set_all_secure(&mut self) {
-        self.layout = Layout::whole(Kind::Secure, self.layout.content_len());
+        let len = self.layout.content_len();
+        self.layout = Layout::whole(Kind::Secure, len);
         self.marks = None;
-        self.streams = Placement::new(&self.layout, None);
+        self.output_len = len;
+        // One secure run, no marks: the stream is the content.
+        self.streams = match Placement::new(&self.layout, None) {
+            Ok(p) => p,
+            Err(_) => unreachable!("a single segment's length is the content's, which fits"),
+        };
     }
 
     /// Where each stream's bytes sit in the content (the layout's runs).
@@ -160,11 +175,7 @@ impl Source {
 
     /// Length of the document the receiver writes.
     pub fn output_len(&self) -> u64 {
-        let m = self
-            .marks
-            .as_ref()
-            .map(|(s, e)| (s.len() as u64, e.len() as u64));
-        Placement::new(&self.layout, m).output_len()
+        self.output_len
     }
 
     /// The bytes of one frame: `max` bytes of the `kind` stream from `offset`.

@@ -98,6 +98,14 @@ impl PartFile {
             .with_context(|| format!("cannot write to {}", self.temp.display()))
     }
 
+    /// fsync the file's data and size. [`PartFile::commit`] does it too; called first, it does
+    /// the slow part away from whatever lock the commit itself needs.
+    pub fn sync(&self) -> Result<()> {
+        self.file
+            .sync_all()
+            .with_context(|| format!("cannot flush {} to disk", self.temp.display()))
+    }
+
     /// fsync, rename to the final name, fsync the folder.
     pub fn commit(mut self) -> Result<PathBuf> {
         self.file

@@ -182,6 +182,9 @@ pub struct Secured {
     pub cipher: String,
     /// Whether the handshake resumed an earlier session.
     pub resumed: bool,
+    /// Under mutual TLS, the client certificate's identity for logs: its subject's common
+    /// name when it has one, and a short fingerprint of the certificate.
+    pub client: Option<String>,
 }
 
 impl Secured {
@@ -193,8 +196,15 @@ impl Secured {
 
     /// A rustls server connection.
     pub fn from_server(tls: tokio_rustls::server::TlsStream<TcpStream>) -> Result<Secured> {
-        let (exporter, cipher, resumed) = negotiated(&**tls.get_ref().1)?;
-        Ok(Secured::new(tls, exporter, cipher, resumed))
+        let conn = tls.get_ref().1;
+        let (exporter, cipher, resumed) = negotiated(&**conn)?;
+        let client = conn
+            .peer_certificates()
+            .and_then(|c| c.first())
+            .map(|der| client_identity(der.as_ref()));
+        let mut s = Secured::new(tls, exporter, cipher, resumed);
+        s.client = client;
+        Ok(s)
     }
 
     /// Split a stream whose handshake is done into boxed halves.
@@ -209,8 +219,21 @@ impl Secured {
             exporter,
             cipher,
             resumed,
+            client: None,
         }
     }
+}
+
+/// A client certificate's identity for logs: `cert <fingerprint>`, the first 8 bytes of the
+/// BLAKE3 of its DER in hex. The fingerprint names one certificate exactly, whatever its
+/// subject says.
+pub fn client_identity(der: &[u8]) -> String {
+    let h = blake3::hash(der);
+    let hex: String = h.as_bytes()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("cert {hex}")
 }
 
 /// What a finished rustls handshake gives a channel: the exported keying material, the

@@ -336,9 +336,10 @@ async fn frame_reader_survives_a_timeout_mid_frame() {
     }
 }
 
-/// A plain link slower than one frame per idle timeout: bytes trickle through the proxy the whole
-/// time, so neither side may call the session idle. The receiver counts bytes (not whole frames)
-/// as activity, and the sender counts the bytes its sockets' queues drain after its last write.
+/// A plain link slower than one frame per idle timeout: bytes stream through the proxy the whole
+/// time, so neither side may call the session idle. The receiver counts every 16 KiB of a frame
+/// as activity (not single bytes, which a trickling attacker could send forever), and the sender
+/// counts the bytes its sockets' queues drain after its last write.
 /// A stalled link is still caught (`plain_port_client_to_receiver` stalls one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn link_slower_than_one_frame_per_idle_timeout_still_delivers() {

@@ -7,21 +7,70 @@
 
 use super::wire::Reader;
 use super::{write_frame, MessageError};
+use crate::batch::BatchSplit;
 use crate::frame::FrameType;
+use crate::split::Split;
 
 /// Version of this wire format and of how its plain frames are authenticated; a receiver refuses
 /// a `Hello` it does not speak. 3: cleartext is tagged by unit (a run of the layout within a
 /// 256 KiB block), no longer by frame, so frames need not end where runs do.
 pub const PROTOCOL_VERSION: u16 = 3;
 
-/// Split code: channels take the next chunk when they are ready (the default).
-pub const SPLIT_DYNAMIC: u8 = 0;
-/// Split code: even split, thesis ES (§4.3.3) / BES (§4.5).
-pub const SPLIT_EVEN: u8 = 1;
-/// Split code: segment split, thesis SS (§4.3.4) / BSS (§4.5).
-pub const SPLIT_SEGMENT: u8 = 2;
-/// Split code: whole files per channel, thesis BFS (§4.5).
-pub const SPLIT_FILE: u8 = 3;
+/// Most TLS channels (channel 0 included) a session may ask for.
+pub const MAX_SECURE_CHANNELS: u8 = 16;
+/// Most plain channels a session may ask for.
+pub const MAX_PLAIN_CHANNELS: u8 = 16;
+/// Most channels of one session, both kinds together.
+pub const MAX_CHANNELS: u64 = MAX_SECURE_CHANNELS as u64 + MAX_PLAIN_CHANNELS as u64;
+
+// Wire codes of the splits. One table for both enums, so that the same code means the same
+// algorithm whether it splits one document or a batch: 0 dynamic, 1 even (ES/BES), 2 segment
+// (SS/BSS), 3 whole files (BFS, batches only).
+impl From<Split> for u8 {
+    fn from(s: Split) -> u8 {
+        match s {
+            Split::Dynamic => 0,
+            Split::Even => 1,
+            Split::Segment => 2,
+        }
+    }
+}
+
+impl TryFrom<u8> for Split {
+    type Error = u8;
+    fn try_from(code: u8) -> Result<Split, u8> {
+        match code {
+            0 => Ok(Split::Dynamic),
+            1 => Ok(Split::Even),
+            2 => Ok(Split::Segment),
+            other => Err(other),
+        }
+    }
+}
+
+impl From<BatchSplit> for u8 {
+    fn from(s: BatchSplit) -> u8 {
+        match s {
+            BatchSplit::Dynamic => 0,
+            BatchSplit::Even => 1,
+            BatchSplit::Segment => 2,
+            BatchSplit::File => 3,
+        }
+    }
+}
+
+impl TryFrom<u8> for BatchSplit {
+    type Error = u8;
+    fn try_from(code: u8) -> Result<BatchSplit, u8> {
+        match code {
+            0 => Ok(BatchSplit::Dynamic),
+            1 => Ok(BatchSplit::Even),
+            2 => Ok(BatchSplit::Segment),
+            3 => Ok(BatchSplit::File),
+            other => Err(other),
+        }
+    }
+}
 
 /// What travels where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -49,10 +98,8 @@ impl Mode {
     }
 }
 
-/// What the client asks for.
-///
-/// `split` and `batch_split` are raw codes (`SPLIT_*`): the split module owns their meaning, and
-/// the receiver refuses codes it does not know with [`super::Error`] or a refused [`super::Ack`].
+/// What the client asks for. Every field is typed and parsed strictly (an unknown mode or split
+/// code does not parse); what a receiver accepts beyond that is [`Hello::validate`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Hello {
     /// [`PROTOCOL_VERSION`] of the client.
@@ -63,10 +110,10 @@ pub struct Hello {
     pub secure_channels: u8,
     /// M: plain TCP channels (0 in secure-only mode).
     pub plain_channels: u8,
-    /// How one document's streams are split over channels (`SPLIT_*`).
-    pub split: u8,
-    /// How a batch of documents is split over channels (`SPLIT_*`).
-    pub batch_split: u8,
+    /// How one document's streams are split over channels.
+    pub split: Split,
+    /// How a batch of documents is split over channels.
+    pub batch_split: BatchSplit,
     /// Chunk size in bytes for the dynamic split.
     pub chunk_size: u32,
     /// Number of documents the session will carry; 0 = not known in advance.
@@ -85,8 +132,8 @@ impl Hello {
                 self.mode.code(),
                 self.secure_channels,
                 self.plain_channels,
-                self.split,
-                self.batch_split,
+                self.split.into(),
+                self.batch_split.into(),
             ]);
             out.extend_from_slice(&self.chunk_size.to_be_bytes());
             out.extend_from_slice(&self.docs.to_be_bytes());
@@ -104,12 +151,194 @@ impl Hello {
             mode,
             secure_channels: r.u8("secure_channels")?,
             plain_channels: r.u8("plain_channels")?,
-            split: r.u8("split")?,
-            batch_split: r.u8("batch_split")?,
+            split: {
+                let code = r.u8("split")?;
+                Split::try_from(code).map_err(|c| r.unknown("split", c))?
+            },
+            batch_split: {
+                let code = r.u8("batch_split")?;
+                BatchSplit::try_from(code).map_err(|c| r.unknown("batch_split", c))?
+            },
             chunk_size: r.u32("chunk_size")?,
             docs: r.u32("docs")?,
         };
         r.finish()?;
         Ok(hello)
+    }
+}
+
+/// Why a receiver will not start the session a [`Hello`] asks for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HelloRefusal {
+    /// Another wire version.
+    #[error("protocol version {got} is not supported (this receiver speaks {PROTOCOL_VERSION}); use a sender of the same release")]
+    Version {
+        /// The client's version.
+        got: u16,
+    },
+    /// Secure channels outside `1..=MAX_SECURE_CHANNELS`.
+    #[error("{got} secure channels requested; 1 to {MAX_SECURE_CHANNELS} are allowed")]
+    SecureChannels {
+        /// Requested.
+        got: u8,
+    },
+    /// Plain channels outside what the mode allows.
+    #[error("{got} plain channels requested; {}", if *.secure_only { "secure-only mode uses none".to_string() } else { format!("sieve mode needs 1 to {MAX_PLAIN_CHANNELS}") })]
+    PlainChannels {
+        /// Requested.
+        got: u8,
+        /// Whether the session is secure-only.
+        secure_only: bool,
+    },
+    /// More documents announced than the receiver takes in one session.
+    #[error("{got} documents announced; this receiver takes at most {max} in one session")]
+    TooManyDocs {
+        /// Announced.
+        got: u32,
+        /// The receiver's limit.
+        max: u32,
+    },
+}
+
+impl HelloRefusal {
+    /// The [`super::Error`] code the receiver answers with.
+    pub fn code(&self) -> u16 {
+        match self {
+            HelloRefusal::Version { .. } => super::Error::VERSION,
+            HelloRefusal::SecureChannels { .. } | HelloRefusal::PlainChannels { .. } => {
+                super::Error::PROTOCOL
+            }
+            HelloRefusal::TooManyDocs { .. } => super::Error::LIMIT,
+        }
+    }
+}
+
+impl Hello {
+    /// What every receiver checks before it starts a session: the version, the channel counts
+    /// for the mode, and (`max_docs`) how many documents one session may announce.
+    pub fn validate(&self, max_docs: u32) -> Result<(), HelloRefusal> {
+        if self.version != PROTOCOL_VERSION {
+            return Err(HelloRefusal::Version { got: self.version });
+        }
+        if !(1..=MAX_SECURE_CHANNELS).contains(&self.secure_channels) {
+            return Err(HelloRefusal::SecureChannels {
+                got: self.secure_channels,
+            });
+        }
+        let plain_ok = match self.mode {
+            Mode::Sieve => (1..=MAX_PLAIN_CHANNELS).contains(&self.plain_channels),
+            Mode::SecureOnly => self.plain_channels == 0,
+        };
+        if !plain_ok {
+            return Err(HelloRefusal::PlainChannels {
+                got: self.plain_channels,
+                secure_only: self.mode == Mode::SecureOnly,
+            });
+        }
+        if self.docs > max_docs {
+            return Err(HelloRefusal::TooManyDocs {
+                got: self.docs,
+                max: max_docs,
+            });
+        }
+        Ok(())
+    }
+
+    /// Channels of both kinds.
+    pub fn channels(&self) -> u64 {
+        u64::from(self.secure_channels) + u64::from(self.plain_channels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(mode: Mode, secure: u8, plain: u8) -> Hello {
+        Hello {
+            version: PROTOCOL_VERSION,
+            mode,
+            secure_channels: secure,
+            plain_channels: plain,
+            split: Split::Dynamic,
+            batch_split: BatchSplit::Dynamic,
+            chunk_size: 256 << 10,
+            docs: 1,
+        }
+    }
+
+    #[test]
+    fn split_codes_round_trip_and_unknown_codes_do_not_parse() {
+        for s in [Split::Dynamic, Split::Even, Split::Segment] {
+            assert_eq!(Split::try_from(u8::from(s)), Ok(s));
+        }
+        for s in [
+            BatchSplit::Dynamic,
+            BatchSplit::File,
+            BatchSplit::Even,
+            BatchSplit::Segment,
+        ] {
+            assert_eq!(BatchSplit::try_from(u8::from(s)), Ok(s));
+        }
+        assert_eq!(Split::try_from(3), Err(3));
+        let mut out = Vec::new();
+        hello(Mode::Sieve, 1, 1).encode(&mut out);
+        let mut payload = out.split_off(crate::frame::HEADER_LEN);
+        assert!(Hello::parse(&payload).is_ok());
+        payload[5] = 3; // split: BFS is a batch split only
+        assert!(matches!(
+            Hello::parse(&payload),
+            Err(MessageError::UnknownValue {
+                field: "split",
+                value: 3,
+                ..
+            })
+        ));
+        payload[5] = 0;
+        payload[6] = 9;
+        assert!(matches!(
+            Hello::parse(&payload),
+            Err(MessageError::UnknownValue {
+                field: "batch_split",
+                value: 9,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn validate_checks_version_channels_and_documents() {
+        assert!(hello(Mode::Sieve, 16, 16).validate(1).is_ok());
+        assert!(hello(Mode::SecureOnly, 1, 0).validate(1).is_ok());
+        assert_eq!(
+            hello(Mode::Sieve, 17, 1).validate(1),
+            Err(HelloRefusal::SecureChannels { got: 17 })
+        );
+        assert_eq!(
+            hello(Mode::Sieve, 0, 1).validate(1),
+            Err(HelloRefusal::SecureChannels { got: 0 })
+        );
+        assert!(matches!(
+            hello(Mode::Sieve, 1, 0).validate(1),
+            Err(HelloRefusal::PlainChannels { got: 0, .. })
+        ));
+        assert!(matches!(
+            hello(Mode::Sieve, 1, 17).validate(1),
+            Err(HelloRefusal::PlainChannels { got: 17, .. })
+        ));
+        let e = hello(Mode::SecureOnly, 1, 2).validate(1).unwrap_err();
+        assert!(e.to_string().contains("secure-only mode uses none"), "{e}");
+        let mut h = hello(Mode::Sieve, 1, 1);
+        h.version -= 1;
+        assert_eq!(
+            h.validate(1).unwrap_err().code(),
+            crate::message::Error::VERSION
+        );
+        let mut h = hello(Mode::Sieve, 1, 1);
+        h.docs = 11;
+        assert_eq!(
+            h.validate(10),
+            Err(HelloRefusal::TooManyDocs { got: 11, max: 10 })
+        );
     }
 }

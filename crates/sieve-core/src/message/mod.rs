@@ -41,7 +41,8 @@ pub use doc::Doc;
 pub use doc_end::DocEnd;
 pub use error::Error;
 pub use hello::{
-    Hello, Mode, PROTOCOL_VERSION, SPLIT_DYNAMIC, SPLIT_EVEN, SPLIT_FILE, SPLIT_SEGMENT,
+    Hello, HelloRefusal, Mode, MAX_CHANNELS, MAX_PLAIN_CHANNELS, MAX_SECURE_CHANNELS,
+    PROTOCOL_VERSION,
 };
 pub use join::Join;
 pub use join_ok::JoinOk;

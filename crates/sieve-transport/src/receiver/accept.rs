@@ -1,25 +1,24 @@
 //! Connections: the TLS handshake and first frame, HELLO (a new session) or JOIN (a further
 //! channel of one), checked before the connection may hold any of the receiver's budgets.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
-use sieve_core::message::{self, Hello, Join, JoinOk, Message, Mode, Session as SessionMsg};
+use sieve_core::message::{self, Hello, Join, JoinOk, Message, Session as SessionMsg};
+use sieve_core::receiver::{ReceiverSession, SessionLimits};
 use sieve_core::Kind;
 use tokio::net::TcpStream;
-use tokio::sync::{watch, Notify};
 use tracing::{debug, info, warn};
 
-use crate::conn::{Activity, FrameReader, FrameWriter};
+use crate::conn::{FrameReader, FrameWriter};
 use crate::mac::PlainMac;
 use crate::token::JoinKey;
 
-use super::limits::{preauth, session_frame_limit, Held};
+use super::admission::Ticket;
+use super::limits::{preauth, protocol_memory_share, session_frame_limit, Held};
 use super::session::Session;
 use super::Shared;
 
@@ -60,42 +59,58 @@ impl Shared {
         )
     }
 
+    /// A connection to the TLS port: its handshake, then HELLO (a new session) or a secure JOIN.
     pub(super) async fn tls_conn(
         self: Arc<Self>,
         tcp: TcpStream,
         peer: SocketAddr,
-        permit: tokio::sync::OwnedSemaphorePermit,
+        ticket: Ticket,
     ) -> Result<()> {
         let _ = tcp.set_nodelay(true);
         let limits = &self.cfg.limits;
         let fd = tcp.as_raw_fd();
-        let hs = tokio::time::timeout(limits.handshake_timeout, async {
-            let tls = self.acceptor.accept(tcp).await?;
+        let hs = async {
+            let tls =
+                match tokio::time::timeout(limits.handshake_timeout, self.acceptor.accept(tcp))
+                    .await
+                {
+                    Ok(Ok(tls)) => tls,
+                    Ok(Err(e)) => {
+                        // Logged where an operator looks: a client with a certificate from another
+                        // CA, or none where one is required, fails here.
+                        info!(%peer, "TLS handshake refused: {e:#}");
+                        return Err(e);
+                    }
+                    Err(_) => bail!("no TLS handshake within {:?}", limits.handshake_timeout),
+                };
             // Keying material for join tokens; only used if this connection starts a session.
             let id: [u8; 16] = rand::random();
             let (km, cipher, w) = (tls.exporter, tls.cipher, tls.write);
+            let client = tls.client.clone();
             let mut reader = FrameReader::new(tls.read, preauth(limits.frame));
             // `tls.read` owns (a share of) the socket behind `fd`.
             reader.batch_wakeups(fd, TLS_SLACK, limits.idle_timeout);
-            let first = reader.message().await?;
+            let first = tokio::time::timeout(limits.join_timeout, reader.message())
+                .await
+                .map_err(|_| anyhow!("no HELLO or JOIN within {:?}", limits.join_timeout))??;
             reader.set_limits(limits.frame);
             reader.set_budget(self.buffers.clone());
-            anyhow::Ok((reader, w, first, id, km, cipher))
-        })
-        .await;
-        let (mut reader, w, first, id, km, cipher) = match hs {
-            Ok(r) => r?,
-            Err(_) => {
+            anyhow::Ok((reader, w, first, id, km, cipher, client))
+        };
+        let hs = tokio::select! {
+            r = hs => r,
+            _ = ticket.evicted() => Err(anyhow!("dropped to make room for newer connections")),
+        };
+        let (mut reader, w, first, id, km, cipher, client) = match hs {
+            Ok(r) => r,
+            Err(e) => {
                 self.stats
                     .rejected_connections
                     .fetch_add(1, Ordering::Relaxed);
-                bail!(
-                    "no handshake and first frame within {:?}",
-                    limits.handshake_timeout
-                );
+                return Err(e);
             }
         };
-        drop(permit);
+        drop(ticket);
         let mut writer = FrameWriter::new(w);
         match first {
             Message::Hello(hello) => {
@@ -106,11 +121,27 @@ impl Shared {
                     writer.flush().await?;
                     bail!("session refused ({peer}): {why}");
                 }
+                let mut keys = vec![format!("address {}", peer.ip())];
+                keys.extend(client.iter().map(|c| format!("client {c}")));
+                let hold = match self.clients.take(keys) {
+                    Ok(h) => h,
+                    Err(full) => {
+                        let why = format!(
+                            "{full} already has {} sessions with this receiver; wait for one \
+                             to end",
+                            self.cfg.limits.max_sessions_per_client
+                        );
+                        let m = message::Error::new(message::Error::LIMIT, why.clone());
+                        writer.send(|o| m.encode(o)).await?;
+                        writer.flush().await?;
+                        bail!("session refused ({peer}): {why}");
+                    }
+                };
                 let Ok(session_permit) = self.session_permits.clone().try_acquire_owned() else {
-                    let m = message::Error {
-                        code: 3,
-                        message: "the receiver is at its session limit; try again later".into(),
-                    };
+                    let m = message::Error::new(
+                        message::Error::LIMIT,
+                        "the receiver is at its session limit; try again later",
+                    );
                     writer.send(|o| m.encode(o)).await?;
                     writer.flush().await?;
                     bail!("session limit reached ({peer})");
@@ -124,9 +155,10 @@ impl Shared {
                         reader,
                         writer,
                         cipher,
+                        (peer, client),
                     )
                     .await;
-                drop(session_permit);
+                drop((session_permit, hold));
                 r
             }
             Message::Join(join) if join.kind == Kind::Secure => {
@@ -147,10 +179,12 @@ impl Shared {
         }
     }
 
+    /// A connection to the plain port: its JOIN, then the channel's data.
     pub(super) async fn plain_conn(
         self: Arc<Self>,
         tcp: TcpStream,
-        permit: tokio::sync::OwnedSemaphorePermit,
+        peer: SocketAddr,
+        ticket: Ticket,
     ) -> Result<()> {
         let _ = tcp.set_nodelay(true);
         let limits = &self.cfg.limits;
@@ -159,14 +193,15 @@ impl Shared {
         let mut reader = FrameReader::new(Box::new(r), preauth(limits.frame));
         // `r` owns (a share of) the socket behind `fd`.
         reader.batch_wakeups(fd, 0, limits.idle_timeout);
-        let first = match tokio::time::timeout(limits.handshake_timeout, reader.message()).await {
-            Ok(m) => m,
-            Err(_) => {
-                self.stats
-                    .rejected_connections
-                    .fetch_add(1, Ordering::Relaxed);
-                bail!("no JOIN within {:?}", limits.handshake_timeout);
-            }
+        let first = tokio::select! {
+            r = tokio::time::timeout(limits.join_timeout, reader.message()) => r.ok(),
+            _ = ticket.evicted() => None,
+        };
+        let Some(first) = first else {
+            self.stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            bail!("no JOIN from {peer} within {:?}", limits.join_timeout);
         };
         // Errors are shown with Display only: their Debug form carries a backtrace when
         // RUST_BACKTRACE is set, and resolving it for every hostile connection costs the
@@ -183,7 +218,7 @@ impl Shared {
             }
         };
         let session = self.find_session(&join)?;
-        drop(permit);
+        drop(ticket);
         session.attach(&mut reader);
         reader.set_budget(self.buffers.clone());
         let mut writer = FrameWriter::new(Box::new(w));
@@ -205,58 +240,35 @@ impl Shared {
             self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
             bail!("JOIN for an unknown session");
         };
-        let count = match join.kind {
-            Kind::Secure => session.hello.secure_channels,
-            Kind::Plain => session.hello.plain_channels,
-        };
-        let ok_index = join.index < count && !(join.kind == Kind::Secure && join.index == 0);
-        if !ok_index || !session.key.verify(join.kind, join.index, &join.token) {
+        if !session.key.verify(join.kind, join.index, &join.token) {
             self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
-            bail!("JOIN with a wrong token or channel index");
+            bail!("JOIN with a wrong token");
         }
-        let mut joined = session.joined.lock().map_err(|_| anyhow!("poisoned"))?;
-        if !joined.insert((join.kind, join.index)) {
+        if let Err(e) = session.sm().join(join.kind, join.index) {
             self.stats.bad_joins.fetch_add(1, Ordering::Relaxed);
-            bail!(
-                "channel {:?}/{} already joined (replayed token?)",
-                join.kind,
-                join.index
-            );
+            bail!("{e}");
         }
-        drop(joined);
         Ok(session)
     }
 }
 
-/// Validate what a sender asks for.
-fn check_hello(h: &Hello) -> Result<(), String> {
-    if h.version != message::PROTOCOL_VERSION {
-        return Err(format!(
-            "protocol version {} is not supported (this receiver speaks {})",
-            h.version,
-            message::PROTOCOL_VERSION
-        ));
-    }
-    if !(1..=16).contains(&h.secure_channels) {
-        return Err(format!(
-            "{} secure channels requested; 1 to 16 are allowed",
-            h.secure_channels
-        ));
-    }
-    match h.mode {
-        Mode::Sieve if !(1..=16).contains(&h.plain_channels) => Err(format!(
-            "{} plain channels requested; sieve mode needs 1 to 16",
-            h.plain_channels
-        )),
-        Mode::SecureOnly if h.plain_channels != 0 => {
-            Err("secure-only mode uses no plain channels".into())
-        }
-        _ => Ok(()),
-    }
-}
-
 impl Shared {
+    /// The limits a new session gets: the receiver's, with its share of the memory the
+    /// protocol may hold and of the documents that may be open at once.
+    fn session_limits(&self) -> SessionLimits {
+        let l = &self.cfg.limits;
+        SessionLimits {
+            max_doc_bytes: l.max_doc_bytes,
+            max_docs: l.max_docs_per_session,
+            max_segments: l.max_segments,
+            memory: protocol_memory_share(l),
+            max_open_docs: self.fds.session_docs(),
+            discard: self.cfg.discard,
+        }
+    }
+
     /// Start a session on a fresh TLS connection whose first frame was HELLO.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn start_session(
         self: Arc<Self>,
         hello: Hello,
@@ -265,20 +277,22 @@ impl Shared {
         mut reader: FrameReader,
         mut writer: FrameWriter,
         cipher: String,
+        who: (SocketAddr, Option<String>),
     ) -> Result<()> {
-        if let Err(why) = check_hello(&hello) {
-            let m = message::Error {
-                code: message::Error::PROTOCOL,
-                message: why.clone(),
-            };
-            writer.send(|o| m.encode(o)).await?;
-            writer.flush().await?;
-            bail!("refused HELLO: {why}");
-        }
-        let frame = session_frame_limit(
-            &self.cfg.limits,
-            u64::from(hello.secure_channels) + u64::from(hello.plain_channels),
-        );
+        let sm = match ReceiverSession::new(
+            hello,
+            self.session_limits(),
+            self.protocol_memory.clone(),
+        ) {
+            Ok(sm) => sm,
+            Err(why) => {
+                let m = message::Error::new(why.code(), why.to_string());
+                writer.send(|o| m.encode(o)).await?;
+                writer.flush().await?;
+                bail!("refused HELLO from {}: {why}", who.0);
+            }
+        };
+        let frame = session_frame_limit(&self.cfg.limits, hello.channels());
         let reply = SessionMsg {
             session_id: id,
             plain_addr: self.advertise.clone(),
@@ -287,33 +301,21 @@ impl Shared {
         };
         // Only buffered here: it goes out (below) once the session can be found by its JOINs.
         writer.send(|o| reply.encode(o)).await?;
-        let (abort_tx, _) = watch::channel(false);
-        let session = Arc::new(Session {
+        let session = Arc::new(Session::new(
             id,
-            hello,
-            key,
-            mac,
-            shared: self.clone(),
-            joined: Mutex::new(std::collections::HashSet::new()),
-            docs: Mutex::new(HashMap::new()),
-            docs_changed: Notify::new(),
-            ctl: tokio::sync::Mutex::new(writer),
-            abort_tx,
-            abort_why: Mutex::new(None),
-            out_of_memory: Mutex::new(None),
-            memory_waiters: Arc::new(AtomicU64::new(0)),
-            activity: Activity::default(),
-            started: Instant::now(),
-            open_docs: Arc::new(AtomicU64::new(0)),
-            refused: Mutex::new(std::collections::HashSet::new()),
+            sm,
+            (key, mac),
+            self.clone(),
+            writer,
+            who,
             frame,
-        });
+        ));
         self.sessions
             .lock()
             .map_err(|_| anyhow!("poisoned"))?
             .insert(id, session.clone());
         self.stats.sessions_started.fetch_add(1, Ordering::Relaxed);
-        info!(session = %session.hex_id(), mode = ?hello.mode, secure = hello.secure_channels, plain = hello.plain_channels, %cipher, "session started");
+        info!(session = %session.hex_id(), peer = %session.who(), mode = ?hello.mode, secure = hello.secure_channels, plain = hello.plain_channels, %cipher, "session started");
         let sent = session.ctl.lock().await.flush().await;
         session.attach(&mut reader);
         let result = match sent {
@@ -327,30 +329,19 @@ impl Shared {
             .lock()
             .map_err(|_| anyhow!("poisoned"))?
             .remove(&id);
-        let _ = session.abort_tx.send(true);
-        // Drop every unfinished document: PartFile's Drop removes its temporary file.
-        let slots: Vec<_> = session
-            .docs
-            .lock()
-            .map(|d| d.values().cloned().collect())
-            .unwrap_or_default();
-        for s in slots {
-            if let Ok(mut io) = s.io.write() {
-                io.closed = true;
-                io.file.take();
-            }
-        }
+        // Every unfinished document loses its temporary file now.
+        session.end();
         let secs = session.started.elapsed().as_secs_f64();
         match &result {
             Ok(()) => {
                 self.stats
                     .sessions_completed
                     .fetch_add(1, Ordering::Relaxed);
-                info!(session = %session.hex_id(), secs, "session finished");
+                info!(session = %session.hex_id(), peer = %session.who(), secs, "session finished");
             }
             Err(e) => {
                 self.stats.sessions_failed.fetch_add(1, Ordering::Relaxed);
-                warn!(session = %session.hex_id(), secs, "session failed: {e:#}");
+                warn!(session = %session.hex_id(), peer = %session.who(), secs, "session failed: {e:#}");
             }
         }
         result
@@ -359,34 +350,18 @@ impl Shared {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::receiver::{honest_buffer_bytes, ServeLimits, MAX_CHANNELS};
-
-    fn hello(secure: u8, plain: u8) -> Hello {
-        Hello {
-            version: message::PROTOCOL_VERSION,
-            mode: Mode::Sieve,
-            secure_channels: secure,
-            plain_channels: plain,
-            split: message::SPLIT_DYNAMIC,
-            batch_split: message::SPLIT_DYNAMIC,
-            chunk_size: 256 << 10,
-            docs: 1,
-        }
-    }
+    use crate::receiver::{honest_buffer_bytes, ServeLimits};
+    use sieve_core::message::{self, MAX_CHANNELS};
 
     /// The default frame-buffer budget lets the default number of sessions, each with as many
     /// channels as a HELLO may ask for, receive 256 KiB frames without ever all waiting.
     #[test]
     fn default_buffer_budget_fits_every_honest_channel() {
         let l = ServeLimits::default();
-        assert!(check_hello(&hello(16, 16)).is_ok());
-        assert!(check_hello(&hello(17, 16)).is_err() && check_hello(&hello(16, 17)).is_err());
-        assert_eq!(MAX_CHANNELS, 16 + 16);
         let need = honest_buffer_bytes(l.max_sessions);
         assert!(
             l.max_buffer_bytes >= need,
-            "default budget {} < {need} for {} sessions",
+            "default budget {} < {need} for {} sessions of {MAX_CHANNELS} channels",
             l.max_buffer_bytes,
             l.max_sessions
         );

@@ -19,8 +19,7 @@ pub const MAX_OPEN_DOCS: u64 = 1024;
 /// a buffer of the full frame limit (16 MiB) by sending one header.
 pub const PREAUTH_MAX_PAYLOAD: u32 = 4096;
 
-/// Most channels of one session: 16 secure (channel 0 among them) and 16 plain.
-pub const MAX_CHANNELS: u64 = 32;
+pub use sieve_core::message::MAX_CHANNELS;
 
 /// Default of [`ServeLimits::max_buffer_bytes`]: 64 sessions × 32 channels × a 256 KiB frame
 /// (the sender's default chunk) each.
@@ -49,6 +48,20 @@ pub fn session_frame_limit(limits: &ServeLimits, channels: u64) -> Limits {
     }
 }
 
+/// What the protocol itself may hold (manifests, placements, ledgers; see
+/// `sieve_core::receiver`), all sessions together: a quarter of the frame-buffer budget, on top of
+/// it, so that `--max-buffer-memory` bounds both.
+pub fn protocol_memory_bytes(limits: &ServeLimits) -> u64 {
+    limits.max_buffer_bytes / 4
+}
+
+/// One session's share of [`protocol_memory_bytes`]: the same fraction as of the frame buffers
+/// ([`SESSION_BUFFER_SHARE`]), so that one peer cannot hold what every other session needs.
+pub fn protocol_memory_share(limits: &ServeLimits) -> u64 {
+    let sessions = SESSION_BUFFER_SHARE.min(limits.max_sessions as u64).max(1);
+    protocol_memory_bytes(limits) / sessions
+}
+
 /// Smallest frame-buffer budget accepted: one frame's first step ([`crate::conn::GROW_STEP`])
 /// and then some.
 pub const MIN_BUFFER_BYTES: u64 = 4 << 20;
@@ -61,11 +74,19 @@ pub struct ServeLimits {
     pub max_doc_bytes: u64,
     /// A session with no traffic for this long is dropped.
     pub idle_timeout: Duration,
-    /// Time allowed for a TLS handshake plus the first frame (HELLO or JOIN).
+    /// Time allowed for a TLS handshake.
     pub handshake_timeout: Duration,
     pub max_docs_per_session: u32,
-    /// Connections that have not yet authenticated.
+    /// Connections that have not yet authenticated, per listener: when they are all taken, the
+    /// oldest is dropped for a newcomer.
     pub max_pending: usize,
+    /// Of those, from one source address.
+    pub max_pending_per_addr: usize,
+    /// Sessions of one client address (and, under mutual TLS, of one client certificate).
+    pub max_sessions_per_client: usize,
+    /// Time allowed for the first frame (HELLO or JOIN) once a connection is open (plain) or
+    /// its TLS handshake is done.
+    pub join_timeout: Duration,
     pub frame: Limits,
     /// Most segments in one manifest.
     pub max_segments: usize,
@@ -88,6 +109,9 @@ impl Default for ServeLimits {
             handshake_timeout: Duration::from_secs(10),
             max_docs_per_session: 1_000_000,
             max_pending: 512,
+            max_pending_per_addr: 512 / 4,
+            max_sessions_per_client: 16,
+            join_timeout: Duration::from_secs(2),
             frame: Limits::default(),
             max_segments: 4_000_000,
             max_open_files: None,

@@ -9,8 +9,9 @@
 //!
 //! - `mod.rs`: the listeners and the accept loops; what the receiver shares among sessions.
 //! - `accept.rs`: one connection, from its handshake to HELLO (a new session) or JOIN.
-//! - `session.rs`: one session's loops, its acknowledgements, and how it ends.
-//! - `document.rs`: one document, from its manifest through its pieces to its commit.
+//! - `session.rs`: one session's loops, feeding its protocol state machine
+//!   (`sieve_core::receiver`) and carrying out its actions.
+//! - `files.rs`: the temporary files of a session's documents, their writes and commits.
 //! - `limits.rs`: what the receiver allows, and how its budgets are shared.
 
 use std::collections::HashMap;
@@ -23,27 +24,32 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
+
+use sieve_core::receiver::AtomicPool;
 
 use crate::conn::{BufferStats, FrameBudget};
 use crate::store;
 use crate::tls::{Acceptor, LegacyAcceptor};
 
+use admission::{Clients, Ticket, Waiting};
 use session::Session;
 
 mod accept;
-mod document;
+mod admission;
+mod files;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
 mod limits;
 mod session;
 
 pub use limits::{
-    honest_buffer_bytes, honest_payload, session_frame_limit, FdBudget, ServeLimits,
-    DEFAULT_MAX_BUFFER_BYTES, HONEST_FRAME_KIB, MAX_CHANNELS, MAX_OPEN_DOCS, MIN_BUFFER_BYTES,
-    MIN_SESSION_PAYLOAD, PREAUTH_MAX_PAYLOAD, SESSION_BUFFER_SHARE,
+    honest_buffer_bytes, honest_payload, protocol_memory_bytes, protocol_memory_share,
+    session_frame_limit, FdBudget, ServeLimits, DEFAULT_MAX_BUFFER_BYTES, HONEST_FRAME_KIB,
+    MAX_CHANNELS, MAX_OPEN_DOCS, MIN_BUFFER_BYTES, MIN_SESSION_PAYLOAD, PREAUTH_MAX_PAYLOAD,
+    SESSION_BUFFER_SHARE,
 };
 
 pub struct ServeConfig {
@@ -87,7 +93,11 @@ struct Shared {
     stats: Arc<Stats>,
     sessions: Mutex<HashMap<[u8; 16], Arc<Session>>>,
     session_permits: Arc<Semaphore>,
-    pending_permits: Arc<Semaphore>,
+    /// Unauthenticated connections of each listener ([`admission`]).
+    waiting_tls: Arc<Waiting>,
+    waiting_plain: Arc<Waiting>,
+    /// Sessions per client address and certificate.
+    clients: Arc<Clients>,
     acceptor: Acceptor,
     advertise: String,
     fds: FdBudget,
@@ -95,6 +105,8 @@ struct Shared {
     fds_used: Arc<AtomicU64>,
     /// Frame-buffer memory of every authenticated connection.
     buffers: Arc<FrameBudget>,
+    /// What every session's protocol state may hold ([`protocol_memory_bytes`]).
+    protocol_memory: Arc<AtomicPool>,
 }
 
 /// A receiver bound to its ports, ready to run.
@@ -161,7 +173,10 @@ impl Receiver {
                 Some(never) => match *never {},
             },
             session_permits: Arc::new(Semaphore::new(cfg.limits.max_sessions)),
-            pending_permits: Arc::new(Semaphore::new(cfg.limits.max_pending)),
+            waiting_tls: Waiting::new(cfg.limits.max_pending, cfg.limits.max_pending_per_addr),
+            waiting_plain: Waiting::new(cfg.limits.max_pending, cfg.limits.max_pending_per_addr),
+            clients: Clients::new(cfg.limits.max_sessions_per_client),
+            protocol_memory: Arc::new(AtomicPool::new(protocol_memory_bytes(&cfg.limits))),
             stats,
             buffers,
             sessions: Mutex::new(HashMap::new()),
@@ -219,14 +234,16 @@ impl Receiver {
         let plain_loop = accept_loop(
             self.plain,
             self.shared.clone(),
+            self.shared.waiting_plain.clone(),
             ("plain", "plain connection refused"),
-            |s, tcp, _, permit| s.plain_conn(tcp, permit),
+            |s, tcp, peer, ticket| s.plain_conn(tcp, peer, ticket),
         );
         let tls_loop = accept_loop(
             self.tls,
             self.shared.clone(),
+            self.shared.waiting_tls.clone(),
             ("TLS", "TLS connection ended"),
-            |s, tcp, peer, permit| s.tls_conn(tcp, peer, permit),
+            |s, tcp, peer, ticket| s.tls_conn(tcp, peer, ticket),
         );
         tokio::join!(plain_loop, tls_loop);
         Ok(())
@@ -234,16 +251,18 @@ impl Receiver {
 }
 
 /// Accept connections on `listener` for as long as the receiver runs. Each one is counted against
-/// the descriptor budget and the limit of unauthenticated connections (refused, and counted, when
-/// either is spent) and then served by `serve` on a task of its own. `what`: the listener's name
-/// and the log message for a connection that ends in an error.
+/// the descriptor budget (refused, and counted, when it is spent), takes a place among the
+/// listener's unauthenticated connections (evicting the oldest if need be, see [`admission`])
+/// and is then served by `serve` on a task of its own. `what`: the listener's name and the log
+/// message for a connection that ends in an error.
 async fn accept_loop<F, Fut>(
     listener: TcpListener,
     shared: Arc<Shared>,
+    waiting: Arc<Waiting>,
     what: (&'static str, &'static str),
     serve: F,
 ) where
-    F: Fn(Arc<Shared>, TcpStream, SocketAddr, OwnedSemaphorePermit) -> Fut,
+    F: Fn(Arc<Shared>, TcpStream, SocketAddr, Ticket) -> Fut,
     Fut: Future<Output = Result<()>> + Send + 'static,
 {
     let (name, ended) = what;
@@ -259,14 +278,17 @@ async fn accept_loop<F, Fut>(
         let Some(fd) = shared.take_conn_fd() else {
             continue;
         };
-        let Ok(permit) = shared.pending_permits.clone().try_acquire_owned() else {
+        let before = waiting.evicted();
+        let ticket = waiting.admit(peer.ip());
+        let evicted = waiting.evicted() - before;
+        if evicted > 0 {
             shared
                 .stats
                 .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
-            continue;
-        };
-        let conn = serve(shared.clone(), tcp, peer, permit);
+                .fetch_add(evicted, Ordering::Relaxed);
+            debug!(%peer, "{name}: the oldest unauthenticated connection was dropped to make room");
+        }
+        let conn = serve(shared.clone(), tcp, peer, ticket);
         tokio::spawn(async move {
             let _fd = fd;
             if let Err(e) = conn.await {

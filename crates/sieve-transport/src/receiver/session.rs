@@ -1,62 +1,122 @@
-//! One session: the control loop of channel 0, the data channels' loops, acknowledgements, and
-//! how a session ends (idle, aborted, out of frame-buffer memory).
+//! One session's I/O: the control loop of channel 0 and the data channels' loops feed the
+//! session's protocol state machine ([`sieve_core::receiver::ReceiverSession`]) and carry out
+//! what it asks: writes, verifications, commits, discards and acknowledgements.
+//!
+//! Every decision about a document is the state machine's, taken under one lock; this file only
+//! moves bytes. A frame's cleartext is tagged before the state machine sees it, and written only
+//! where, and only if, the state machine's verdict says so.
 
-use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
-use sieve_core::frame::FrameType;
-use sieve_core::frame::Limits;
-use sieve_core::message::{self, Ack, DataRef, Doc, DocEnd, Hello};
+use sieve_core::frame::{FrameType, Limits};
+use sieve_core::message::{self, Ack, AckStatus, DataRef, Doc, DocEnd};
+use sieve_core::receiver::{Action, Failure, Lookup, ReceiverSession, Verdict};
 use sieve_core::Kind;
 use tokio::sync::{watch, Notify};
-use tracing::warn;
+use tracing::{info, warn};
 
 use crate::conn::{Activity, BufferExhausted, FrameReader, FrameWriter};
 use crate::mac::PlainMac;
 use crate::token::JoinKey;
 
-use super::document::DocSlot;
+use super::files::{store_reason, Files};
 use super::Shared;
 
-/// One session: its channels, its documents, and the writer of channel 0 for acknowledgements.
+/// One session: its state machine, its documents' files, and the writer of channel 0 for
+/// acknowledgements.
 pub(super) struct Session {
     pub(super) id: [u8; 16],
-    pub(super) hello: Hello,
     pub(super) key: JoinKey,
     pub(super) mac: PlainMac,
     pub(super) shared: Arc<Shared>,
-    pub(super) joined: Mutex<std::collections::HashSet<(Kind, u8)>>,
-    pub(super) docs: Mutex<HashMap<u32, Arc<DocSlot>>>,
-    pub(super) docs_changed: Notify,
+    /// Who opened it: the address of channel 0, and the client certificate's name under mutual
+    /// TLS. Every log line of the session names them.
+    pub(super) peer: SocketAddr,
+    pub(super) client: Option<String>,
+    /// The protocol: every event goes through it, under this lock, and nothing else decides.
+    sm: Mutex<ReceiverSession>,
+    /// Woken when a manifest arrives (frames of a document may overtake its manifest).
+    manifests: Notify,
+    /// The temporary files of documents being received.
+    pub(super) files: Files,
     pub(super) ctl: tokio::sync::Mutex<FrameWriter>,
     pub(super) abort_tx: watch::Sender<bool>,
     /// Why the session was aborted (the first reason given).
-    pub(super) abort_why: Mutex<Option<String>>,
+    abort_why: Mutex<Option<String>>,
     /// Set when a channel gave up waiting for frame-buffer memory: what the sender is told.
-    pub(super) out_of_memory: Mutex<Option<String>>,
+    out_of_memory: Mutex<Option<String>>,
     /// Channels of this session waiting for frame-buffer memory now.
-    pub(super) memory_waiters: Arc<AtomicU64>,
-    /// When a channel of this session last took a byte (its readers report to it).
-    pub(super) activity: Activity,
+    memory_waiters: Arc<AtomicU64>,
+    /// When a channel of this session last completed a frame (its readers report to it).
+    activity: Activity,
     pub(super) started: Instant,
-    /// Temporary files open (documents receiving pieces).
-    pub(super) open_docs: Arc<AtomicU64>,
-    /// Documents refused at their manifest: their pieces are still on the way, and are dropped.
-    pub(super) refused: Mutex<std::collections::HashSet<u32>>,
-    /// Frame limit of every channel of this session ([`session_frame_limit`]).
+    /// Frame limit of every channel of this session ([`super::session_frame_limit`]).
     pub(super) frame: Limits,
 }
 
 impl Session {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        id: [u8; 16],
+        sm: ReceiverSession,
+        (key, mac): (JoinKey, PlainMac),
+        shared: Arc<Shared>,
+        writer: FrameWriter,
+        (peer, client): (SocketAddr, Option<String>),
+        frame: Limits,
+    ) -> Session {
+        let (abort_tx, _) = watch::channel(false);
+        Session {
+            id,
+            key,
+            mac,
+            files: Files::new(shared.clone(), hex(&id)),
+            shared,
+            peer,
+            client,
+            sm: Mutex::new(sm),
+            manifests: Notify::new(),
+            ctl: tokio::sync::Mutex::new(writer),
+            abort_tx,
+            abort_why: Mutex::new(None),
+            out_of_memory: Mutex::new(None),
+            memory_waiters: Arc::new(AtomicU64::new(0)),
+            activity: Activity::default(),
+            started: Instant::now(),
+            frame,
+        }
+    }
+
     pub(super) fn hex_id(&self) -> String {
-        self.id.iter().map(|b| format!("{b:02x}")).collect()
+        hex(&self.id)
+    }
+
+    /// Who is on the other end, for logs: the peer's address and, under mutual TLS, its name.
+    pub(super) fn who(&self) -> String {
+        match &self.client {
+            Some(c) => format!("{} ({c})", self.peer),
+            None => self.peer.to_string(),
+        }
+    }
+
+    /// The state machine. A poisoned lock means a panic elsewhere while it was held; the
+    /// machine's state is still consistent (each event is applied whole or not at all as far as
+    /// the transport can tell), so the session goes on to fail cleanly rather than panic again.
+    pub(super) fn sm(&self) -> MutexGuard<'_, ReceiverSession> {
+        self.sm.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Everything the state machine asks for now.
+    fn take_actions(sm: &mut ReceiverSession) -> Vec<Action> {
+        std::iter::from_fn(|| sm.poll_action()).collect()
     }
 
     /// Make `reader` a channel of this session: the session's frame limit, its count of channels
-    /// waiting for memory, and its activity (every byte read counts against the idle timeout).
+    /// waiting for memory, and its activity (every frame read counts against the idle timeout).
     pub(super) fn attach(&self, reader: &mut FrameReader) {
         reader.set_limits(self.frame);
         reader.count_waits_in(self.memory_waiters.clone());
@@ -80,7 +140,7 @@ impl Session {
                 Err(_) if self.idle_for() < idle => continue,
                 Err(_) => Err(match self.memory_wait_error(reader) {
                     Some(e) => e.into(),
-                    None => anyhow!("channel idle for {idle:?}"),
+                    None => anyhow!("no whole frame for {idle:?}"),
                 }),
                 Ok(Ok(None)) => return,
                 Ok(Ok(Some((FrameType::Data, payload)))) => match DataRef::parse(payload) {
@@ -104,20 +164,218 @@ impl Session {
         }
     }
 
-    pub(super) fn abort(&self, why: &str) {
-        if !*self.abort_tx.borrow() {
-            if let Ok(mut w) = self.abort_why.lock() {
-                w.get_or_insert_with(|| why.to_string());
+    /// Channel 0: manifests, classified data, DOC_ENDs, until BYE.
+    pub(super) async fn control_loop(self: &Arc<Self>, reader: &mut FrameReader) -> Result<()> {
+        let idle = self.shared.cfg.limits.idle_timeout;
+        let mut abort = self.abort_tx.subscribe();
+        loop {
+            let frame = tokio::select! {
+                f = tokio::time::timeout(idle, reader.read()) => f,
+                _ = abort.changed() => bail!("{}", self.abort_reason()),
+            };
+            let (ty, payload) = match frame {
+                Err(_) if self.idle_for() < idle => continue,
+                Err(_) => match self.memory_wait_error(reader) {
+                    Some(e) => return Err(e.into()),
+                    None => bail!("no whole frame for {idle:?}"),
+                },
+                Ok(Ok(None)) => bail!("the sender closed channel 0 before saying goodbye"),
+                Ok(Err(e)) => return Err(e),
+                Ok(Ok(Some(f))) => f,
+            };
+            match ty {
+                FrameType::Data => self.data(Kind::Secure, DataRef::parse(payload)?).await?,
+                FrameType::Doc => {
+                    // Parsed with the bound the session can afford, so that parsing a manifest
+                    // never allocates more than the session could keep.
+                    let max = self.sm().affordable_segments();
+                    let doc = match Doc::parse_with_max_segments(payload, max) {
+                        Ok(d) => d,
+                        Err(message::MessageError::TooManySegments { count, max, .. }) => {
+                            self.refuse_oversized(payload, count, max).await?;
+                            continue;
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
+                    self.manifest(doc).await?
+                }
+                FrameType::DocEnd => self.doc_end(DocEnd::parse(payload)?).await?,
+                FrameType::Bye => return Ok(()),
+                other => bail!("unexpected {} frame on channel 0", other.name()),
             }
-            warn!(session = %self.hex_id(), "session aborted: {why}");
-            let _ = self.abort_tx.send(true);
         }
     }
 
-    pub(super) async fn ack(&self, ack: Ack) {
+    /// A manifest too large to parse within what the session can afford: refused unread (its
+    /// id is the first field), as the state machine refuses one it cannot keep.
+    async fn refuse_oversized(
+        self: &Arc<Self>,
+        payload: &[u8],
+        count: u64,
+        max: usize,
+    ) -> Result<()> {
+        let id = payload
+            .get(..4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(u32::from_be_bytes)
+            .ok_or_else(|| anyhow!("a manifest too short to name its document"))?;
+        let why = format!(
+            "LIMIT: the manifest has {count} segments; this session can keep at most {max} now \
+             (its share of the receiver's memory); merge adjacent classified parts or send the \
+             document in a session of its own"
+        );
+        let actions = {
+            let mut sm = self.sm();
+            sm.refuse_unread(id, why)?;
+            Self::take_actions(&mut sm)
+        };
+        self.manifests.notify_waiters();
+        self.run_actions(actions).await;
+        Ok(())
+    }
+
+    async fn manifest(self: &Arc<Self>, doc: Doc) -> Result<()> {
+        let actions = {
+            let mut sm = self.sm();
+            sm.manifest(doc)?;
+            Self::take_actions(&mut sm)
+        };
+        self.manifests.notify_waiters();
+        self.run_actions(actions).await;
+        Ok(())
+    }
+
+    async fn doc_end(self: &Arc<Self>, end: DocEnd) -> Result<()> {
+        let actions = {
+            let mut sm = self.sm();
+            sm.doc_end(end, Instant::now())?;
+            Self::take_actions(&mut sm)
+        };
+        self.run_actions(actions).await;
+        Ok(())
+    }
+
+    /// Where a document's frames go, waiting (up to the idle timeout) for its manifest if the
+    /// frame overtook it; `None` if the document is refused or failed.
+    async fn lookup(&self, doc: u32) -> Result<Option<Lookup>> {
+        let deadline = Instant::now() + self.shared.cfg.limits.idle_timeout;
+        loop {
+            let notified = self.manifests.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            match self.sm().lookup(doc)? {
+                Lookup::NotYet => {}
+                Lookup::Drop => return Ok(None),
+                found => return Ok(Some(found)),
+            }
+            if tokio::time::timeout_at(deadline.into(), notified)
+                .await
+                .is_err()
+            {
+                bail!("data for document {doc}, whose manifest never came");
+            }
+        }
+    }
+
+    /// One data frame: tag its cleartext (off the lock), let the state machine record it, then
+    /// write it where the verdict says and report the write done.
+    pub(super) async fn data(self: &Arc<Self>, kind: Kind, d: DataRef<'_>) -> Result<()> {
+        let len = d.payload.len() as u64;
+        let tags = match self.lookup(d.doc).await? {
+            None => return Ok(()),
+            Some(Lookup::Placement(p)) if kind == Kind::Plain => {
+                self.mac.frame_tags(&p, d.doc, d.offset, d.payload)?
+            }
+            Some(_) => Vec::new(),
+        };
+        let (verdict, actions) = {
+            let mut sm = self.sm();
+            let v = sm.data(kind, d.doc, d.offset, len, &tags, Instant::now())?;
+            (v, Self::take_actions(&mut sm))
+        };
+        self.shared
+            .stats
+            .bytes_received
+            .fetch_add(len, Ordering::Relaxed);
+        self.run_actions(actions).await;
+        match verdict {
+            Verdict::Write { file, pieces } => {
+                let result = self.files.write(&file, &pieces, d.payload);
+                let actions = {
+                    let mut sm = self.sm();
+                    sm.write_done(d.doc, result);
+                    Self::take_actions(&mut sm)
+                };
+                self.run_actions(actions).await;
+            }
+            Verdict::Recorded | Verdict::Drop => {}
+            // The manifest was looked up a moment ago, so it cannot be missing now.
+            Verdict::NotYet => bail!("internal error: document {} lost its manifest", d.doc),
+        }
+        Ok(())
+    }
+
+    /// Carry out what the state machine asked for, and what that in turn asks for. (Boxed: a
+    /// commit's task runs the actions that its outcome brings, through this same function.)
+    pub(super) fn run_actions(
+        self: &Arc<Self>,
+        actions: Vec<Action>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(self.run_actions_inner(actions))
+    }
+
+    async fn run_actions_inner(self: &Arc<Self>, actions: Vec<Action>) {
+        let mut queue: std::collections::VecDeque<Action> = actions.into();
+        while let Some(action) = queue.pop_front() {
+            match action {
+                Action::Verify(v) => {
+                    // A closed document's ledgers: checking them needs no lock, and nothing
+                    // can be added to them any more.
+                    let doc = v.doc;
+                    let t = Instant::now();
+                    let result = v.run();
+                    let mut sm = self.sm();
+                    sm.verified(doc, result, t.elapsed());
+                    queue.extend(Self::take_actions(&mut sm));
+                }
+                Action::Commit(c) => {
+                    // Restoring marks and fsync take time: off this task, which reads a channel.
+                    let s = self.clone();
+                    tokio::spawn(async move {
+                        let doc = c.file.doc;
+                        let result = s.files.commit(c, &s).await;
+                        let actions = {
+                            let mut sm = s.sm();
+                            sm.committed(doc, result);
+                            Self::take_actions(&mut sm)
+                        };
+                        s.run_actions(actions).await;
+                    });
+                }
+                Action::Discard { doc } => self.files.discard(doc),
+                Action::Ack { ack, name } => self.answer(ack, name).await,
+            }
+        }
+    }
+
+    /// Log, count and send one acknowledgement.
+    async fn answer(&self, a: Ack, name: String) {
+        if a.status == AckStatus::Ok {
+            self.shared
+                .stats
+                .docs_committed
+                .fetch_add(1, Ordering::Relaxed);
+            info!(session = %self.hex_id(), peer = %self.who(), doc = a.doc, %name, "document committed");
+        } else {
+            self.shared
+                .stats
+                .docs_failed
+                .fetch_add(1, Ordering::Relaxed);
+            warn!(session = %self.hex_id(), peer = %self.who(), doc = a.doc, %name, status = ?a.status, "document not stored: {}", a.message);
+        }
         let mut w = self.ctl.lock().await;
         let r = async {
-            w.send(|o| ack.encode(o)).await?;
+            w.send(|o| a.encode(o)).await?;
             w.flush().await
         }
         .await;
@@ -125,9 +383,33 @@ impl Session {
             self.abort(&format!("cannot send an acknowledgement: {e:#}"));
         }
     }
-}
 
-impl Session {
+    pub(super) fn abort(&self, why: &str) {
+        if !*self.abort_tx.borrow() {
+            if let Ok(mut w) = self.abort_why.lock() {
+                w.get_or_insert_with(|| why.to_string());
+            }
+            warn!(session = %self.hex_id(), peer = %self.who(), "session aborted: {why}");
+            let _ = self.abort_tx.send(true);
+        }
+    }
+
+    /// The session is over: nothing more is written, and every document not being committed
+    /// loses its temporary file now (not when the process ends).
+    pub(super) fn end(&self) {
+        let _ = self.abort_tx.send(true);
+        let actions = {
+            let mut sm = self.sm();
+            sm.end();
+            Self::take_actions(&mut sm)
+        };
+        for a in actions {
+            if let Action::Discard { doc } = a {
+                self.files.discard(doc);
+            }
+        }
+    }
+
     /// Why a channel of this session saw no frame for the idle timeout, if it is for lack of
     /// frame-buffer memory: this channel, or another of the session, is waiting for it.
     pub(super) fn memory_wait_error(&self, reader: &FrameReader) -> Option<BufferExhausted> {
@@ -171,36 +453,17 @@ impl Session {
         })
         .await;
     }
+}
 
-    pub(super) async fn control_loop(self: &Arc<Self>, reader: &mut FrameReader) -> Result<()> {
-        let idle = self.shared.cfg.limits.idle_timeout;
-        let mut abort = self.abort_tx.subscribe();
-        loop {
-            let frame = tokio::select! {
-                f = tokio::time::timeout(idle, reader.read()) => f,
-                _ = abort.changed() => bail!("{}", self.abort_reason()),
-            };
-            let (ty, payload) = match frame {
-                Err(_) if self.idle_for() < idle => continue,
-                Err(_) => match self.memory_wait_error(reader) {
-                    Some(e) => return Err(e.into()),
-                    None => bail!("no traffic for {idle:?}"),
-                },
-                Ok(Ok(None)) => bail!("the sender closed channel 0 before saying goodbye"),
-                Ok(Err(e)) => return Err(e),
-                Ok(Ok(Some(f))) => f,
-            };
-            match ty {
-                FrameType::Data => self.data(Kind::Secure, DataRef::parse(payload)?).await?,
-                FrameType::Doc => {
-                    let doc =
-                        Doc::parse_with_max_segments(payload, self.shared.cfg.limits.max_segments)?;
-                    self.add_doc(doc).await?
-                }
-                FrameType::DocEnd => self.doc_end(DocEnd::parse(payload)?).await?,
-                FrameType::Bye => return Ok(()),
-                other => bail!("unexpected {} frame on channel 0", other.name()),
-            }
-        }
+/// A store failure as the state machine takes it (what the sender is told).
+pub(super) fn failure(name: &str, e: &anyhow::Error) -> Failure {
+    Failure {
+        status: AckStatus::StoreError,
+        message: store_reason(name, e),
     }
+}
+
+/// Lower-case hex of a session id, for logs and temporary file names.
+pub(super) fn hex(id: &[u8; 16]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -8,10 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use rustls::pki_types::ServerName;
-use sieve_core::batch::BatchSplit;
 use sieve_core::frame::Limits;
 use sieve_core::message::{self, Hello, Join, Message};
-use sieve_core::split::Split;
 use sieve_core::Kind;
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
@@ -253,21 +251,4 @@ fn resolve_plain(advertised: &str, to: &str) -> Result<SocketAddr> {
         addr.set_ip(ip);
     }
     Ok(addr)
-}
-
-pub(super) fn split_code(s: Split) -> u8 {
-    match s {
-        Split::Dynamic => message::SPLIT_DYNAMIC,
-        Split::Even => message::SPLIT_EVEN,
-        Split::Segment => message::SPLIT_SEGMENT,
-    }
-}
-
-pub(super) fn batch_code(s: BatchSplit) -> u8 {
-    match s {
-        BatchSplit::Dynamic => message::SPLIT_DYNAMIC,
-        BatchSplit::File => message::SPLIT_FILE,
-        BatchSplit::Even => message::SPLIT_EVEN,
-        BatchSplit::Segment => message::SPLIT_SEGMENT,
-    }
 }

@@ -38,7 +38,7 @@ mod connect;
 
 use answers::await_answers;
 use channel::{Shared, Work};
-use connect::{batch_code, connect, split_code, Connected};
+use connect::{connect, Connected};
 
 /// Most documents a session has in progress (some bytes sent, not yet acknowledged) at once,
 /// fewer if the receiver's SESSION says it holds fewer open (`max_open_docs`).
@@ -400,8 +400,8 @@ pub async fn send(
         mode: cfg.mode,
         secure_channels: n_secure,
         plain_channels: n_plain,
-        split: split_code(cfg.split),
-        batch_split: batch_code(cfg.batch_split),
+        split: cfg.split,
+        batch_split: cfg.batch_split,
         chunk_size: chunks[Kind::Plain.index()].max(chunks[Kind::Secure.index()]),
         docs: sources.len() as u32,
     };

@@ -490,6 +490,14 @@ pub struct RawSession {
     pub exported: [u8; 32],
 }
 
+/// A TCP connection to `to` from the loopback address `from` (any of 127.0.0.0/8), so that a
+/// test can stand for several client machines.
+pub async fn connect_from(from: std::net::Ipv4Addr, to: SocketAddr) -> Result<TcpStream> {
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::from((from, 0)))?;
+    Ok(socket.connect(to).await?)
+}
+
 impl RawSession {
     pub async fn open(
         rx: &TestReceiver,
@@ -498,7 +506,19 @@ impl RawSession {
         plain: u8,
         docs: u32,
     ) -> Result<RawSession> {
-        let tcp = TcpStream::connect(rx.addr).await?;
+        Self::open_from(rx, std::net::Ipv4Addr::LOCALHOST, mode, secure, plain, docs).await
+    }
+
+    /// [`RawSession::open`] from the loopback address `from`.
+    pub async fn open_from(
+        rx: &TestReceiver,
+        from: std::net::Ipv4Addr,
+        mode: Mode,
+        secure: u8,
+        plain: u8,
+        docs: u32,
+    ) -> Result<RawSession> {
+        let tcp = connect_from(from, rx.addr).await?;
         let connector = TlsConnector::from(rx.certs.client());
         let tls = connector
             .connect(ServerName::try_from("localhost")?, tcp)
@@ -515,8 +535,8 @@ impl RawSession {
             mode,
             secure_channels: secure,
             plain_channels: plain,
-            split: message::SPLIT_DYNAMIC,
-            batch_split: message::SPLIT_DYNAMIC,
+            split: Default::default(),
+            batch_split: Default::default(),
             chunk_size: CHUNK,
             docs,
         };

@@ -1,0 +1,207 @@
+//! The temporary files of a session's documents: created on a document's first write, written
+//! by position, and committed or discarded when the state machine says so.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use sieve_core::message::AckStatus;
+use sieve_core::receiver::{Commit, Failure, FileSpec, WritePiece};
+
+use crate::store::PartFile;
+
+use super::limits::Held;
+use super::session::{failure, Session};
+use super::Shared;
+
+/// A document's temporary file, counted in the receiver's open files until it is committed or
+/// dropped (dropping it removes it).
+struct Open {
+    part: PartFile,
+    _fd: Held,
+}
+
+/// Created by whichever channel writes to the document first; the others wait for it.
+#[derive(Default)]
+struct DocFile {
+    file: OnceLock<Result<Open, Failure>>,
+}
+
+/// The files of one session's documents.
+pub(super) struct Files {
+    shared: Arc<Shared>,
+    /// The session's id in hex, part of every temporary file's name.
+    session: String,
+    map: Mutex<HashMap<u32, Arc<DocFile>>>,
+}
+
+impl Files {
+    pub(super) fn new(shared: Arc<Shared>, session: String) -> Files {
+        Files {
+            shared,
+            session,
+            map: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Arc<DocFile>>> {
+        // Only plain inserts and removes happen under this lock: a poisoned one is consistent.
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Create a document's temporary file with its final length, if the receiver has a file
+    /// descriptor to spare.
+    fn create(&self, spec: &FileSpec) -> Result<Open, Failure> {
+        let shared = &self.shared;
+        let Some(fd) = Held::take(&shared.fds_used, shared.fds.doc_limit) else {
+            shared
+                .stats
+                .fd_limit_refusals
+                .fetch_add(1, Ordering::Relaxed);
+            return Err(Failure {
+                status: AckStatus::StoreError,
+                message: shared.fd_limit_message(),
+            });
+        };
+        let part = PartFile::create(
+            &shared.cfg.dir,
+            &format!("{}-{}", self.session, spec.doc),
+            &spec.name,
+            spec.len,
+        )
+        .map_err(|e| failure(&spec.name, &e))?;
+        Ok(Open { part, _fd: fd })
+    }
+
+    /// Write `pieces` of `payload` into the document's file, creating it on its first write.
+    pub(super) fn write(
+        &self,
+        spec: &FileSpec,
+        pieces: &[WritePiece],
+        payload: &[u8],
+    ) -> Result<(), Failure> {
+        let doc = self.map().entry(spec.doc).or_default().clone();
+        let open = doc
+            .file
+            .get_or_init(|| self.create(spec))
+            .as_ref()
+            .map_err(Clone::clone)?;
+        for p in pieces {
+            let bytes = usize::try_from(p.within)
+                .ok()
+                .zip(usize::try_from(p.len).ok())
+                .and_then(|(at, n)| payload.get(at..at.checked_add(n)?));
+            let bytes = bytes.ok_or_else(|| Failure {
+                status: AckStatus::StoreError,
+                message: "internal error: a write outside its frame".into(),
+            })?;
+            open.part
+                .write_at(p.output, bytes)
+                .map_err(|e| failure(&spec.name, &e))?;
+        }
+        Ok(())
+    }
+
+    /// Drop a document's file (removing it). A write still in flight keeps it open, unlinked,
+    /// until it ends.
+    pub(super) fn discard(&self, doc: u32) {
+        self.map().remove(&doc);
+    }
+
+    /// Restore marks, make the file durable, and move it to its name: unless the session has
+    /// ended meanwhile, which is checked under the state machine's lock, so that nothing is
+    /// renamed into place after a session was torn down. Returns the time spent restoring marks
+    /// and making the file durable.
+    pub(super) async fn commit(
+        &self,
+        c: Commit,
+        session: &Arc<Session>,
+    ) -> Result<(Duration, Duration), Failure> {
+        let doc = c.file.doc;
+        let entry = self.map().remove(&doc);
+        let s = session.clone();
+        let name = c.file.name.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            #[cfg(feature = "test-hooks")]
+            super::hooks::run(&super::hooks::BEFORE_COMMIT);
+            let open = match entry.map(Arc::try_unwrap) {
+                Some(Ok(doc_file)) => match doc_file.file.into_inner() {
+                    Some(r) => r?,
+                    None => s.files.create(&c.file)?,
+                },
+                // Every write is reported done before a commit, so no one else holds it.
+                Some(Err(_)) => {
+                    return Err(Failure {
+                        status: AckStatus::StoreError,
+                        message: "internal error: a write outlived its report".into(),
+                    })
+                }
+                None if !c.opened => s.files.create(&c.file)?,
+                None => {
+                    return Err(Failure {
+                        status: AckStatus::StoreError,
+                        message: "internal error: the document's temporary file is gone".into(),
+                    })
+                }
+            };
+            let t0 = Instant::now();
+            if let Some((start, end)) = &c.marks {
+                for &(off, is_start) in &c.mark_offsets {
+                    open.part
+                        .write_at(off, if is_start { start } else { end })
+                        .map_err(|e| failure(&c.file.name, &e))?;
+                }
+            }
+            let t1 = Instant::now();
+            open.part.sync().map_err(|e| failure(&c.file.name, &e))?;
+            // The rename happens under the state machine's lock, after a check that the session
+            // is still on: its teardown takes the same lock.
+            let sm = s.sm();
+            if sm.is_ended() {
+                return Err(Failure {
+                    status: AckStatus::StoreError,
+                    message: "the session ended before the document could be committed".into(),
+                });
+            }
+            let Open { part, _fd } = open;
+            let r = part.commit();
+            drop(sm);
+            r.map_err(|e| failure(&c.file.name, &e))?;
+            Ok((t1 - t0, t1.elapsed()))
+        })
+        .await;
+        result.unwrap_or_else(|e| {
+            Err(failure(
+                &name,
+                &anyhow!("internal error: the commit task failed: {e}"),
+            ))
+        })
+    }
+}
+
+/// What the sender is told about a document that could not be stored. The receiver's paths stay
+/// in its own log; the sender learns the cause.
+pub(super) fn store_reason(name: &str, e: &anyhow::Error) -> String {
+    const ENFILE: i32 = 23;
+    const EMFILE: i32 = 24;
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    let io = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>());
+    match io {
+        Some(io) => match io.raw_os_error() {
+            Some(ENOSPC) => {
+                format!("cannot store {name}: no space left on the receiver's disk ({io})")
+            }
+            Some(EDQUOT) => {
+                format!("cannot store {name}: the receiver's disk quota is exhausted ({io})")
+            }
+            Some(EMFILE | ENFILE) => {
+                format!("cannot store {name}: the receiver has too many open files ({io})")
+            }
+            _ => format!("cannot store {name} on the receiver: {io}"),
+        },
+        None => format!("cannot store {name}: {e:#}"),
+    }
+}
