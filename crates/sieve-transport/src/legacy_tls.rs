@@ -24,7 +24,7 @@ use openssl::ssl::{
 use tokio::net::TcpStream;
 use tokio_openssl::SslStream;
 
-use crate::tls::{Secured, EXPORTER_LABEL};
+use crate::secured::{Secured, EXPORTER_LABEL};
 
 /// A thesis suite. Insecure; for measurements only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,7 @@ pub mod legacy_tls;
 pub mod lowat;
 pub mod mac;
 pub mod receiver;
+pub mod secured;
 pub mod sender;
 pub mod sendq;
 pub mod source;

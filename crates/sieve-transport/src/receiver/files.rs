@@ -8,12 +8,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::anyhow;
 use sieve_core::message::AckStatus;
-use sieve_core::receiver::{Commit, Failure, FileSpec, WritePiece};
+use sieve_core::receiver::{Commit, Failure, FileSpec, ReceiverSession, WritePiece};
 
 use crate::store::PartFile;
 
 use super::limits::Held;
-use super::session::{failure, Session};
 use super::Shared;
 
 /// A document's temporary file, counted in the receiver's open files until it is committed or
@@ -115,13 +114,13 @@ impl Files {
     /// renamed into place after a session was torn down. Returns the time spent restoring marks
     /// and making the file durable.
     pub(super) async fn commit(
-        &self,
+        self: &Arc<Self>,
         c: Commit,
-        session: &Arc<Session>,
+        sm: &Arc<Mutex<ReceiverSession>>,
     ) -> Result<(Duration, Duration), Failure> {
         let doc = c.file.doc;
         let entry = self.map().remove(&doc);
-        let s = session.clone();
+        let (files, sm) = (self.clone(), sm.clone());
         let name = c.file.name.clone();
         let result = tokio::task::spawn_blocking(move || {
             #[cfg(feature = "test-hooks")]
@@ -129,7 +128,7 @@ impl Files {
             let open = match entry.map(Arc::try_unwrap) {
                 Some(Ok(doc_file)) => match doc_file.file.into_inner() {
                     Some(r) => r?,
-                    None => s.files.create(&c.file)?,
+                    None => files.create(&c.file)?,
                 },
                 // Every write is reported done before a commit, so no one else holds it.
                 Some(Err(_)) => {
@@ -138,7 +137,7 @@ impl Files {
                         message: "internal error: a write outlived its report".into(),
                     })
                 }
-                None if !c.opened => s.files.create(&c.file)?,
+                None if !c.opened => files.create(&c.file)?,
                 None => {
                     return Err(Failure {
                         status: AckStatus::StoreError,
@@ -158,7 +157,7 @@ impl Files {
             open.part.sync().map_err(|e| failure(&c.file.name, &e))?;
             // The rename happens under the state machine's lock, after a check that the session
             // is still on: its teardown takes the same lock.
-            let sm = s.sm();
+            let sm = sm.lock().unwrap_or_else(|p| p.into_inner());
             if sm.is_ended() {
                 return Err(Failure {
                     status: AckStatus::StoreError,
@@ -178,6 +177,14 @@ impl Files {
                 &anyhow!("internal error: the commit task failed: {e}"),
             ))
         })
+    }
+}
+
+/// A store failure as the state machine takes it (what the sender is told).
+pub(super) fn failure(name: &str, e: &anyhow::Error) -> Failure {
+    Failure {
+        status: AckStatus::StoreError,
+        message: store_reason(name, e),
     }
 }
 

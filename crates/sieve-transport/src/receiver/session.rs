@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use sieve_core::frame::{FrameType, Limits};
 use sieve_core::message::{self, Ack, AckStatus, DataRef, Doc, DocEnd};
-use sieve_core::receiver::{Action, Failure, Lookup, ReceiverSession, Verdict};
+use sieve_core::receiver::{Action, Lookup, ReceiverSession, Verdict};
 use sieve_core::Kind;
 use tokio::sync::{watch, Notify};
 use tracing::{info, warn};
@@ -23,7 +23,7 @@ use crate::conn::{Activity, BufferExhausted, FrameReader, FrameWriter};
 use crate::mac::PlainMac;
 use crate::token::JoinKey;
 
-use super::files::{store_reason, Files};
+use super::files::Files;
 use super::Shared;
 
 /// One session: its state machine, its documents' files, and the writer of channel 0 for
@@ -38,11 +38,11 @@ pub(super) struct Session {
     pub(super) peer: SocketAddr,
     pub(super) client: Option<String>,
     /// The protocol: every event goes through it, under this lock, and nothing else decides.
-    sm: Mutex<ReceiverSession>,
+    sm: Arc<Mutex<ReceiverSession>>,
     /// Woken when a manifest arrives (frames of a document may overtake its manifest).
     manifests: Notify,
     /// The temporary files of documents being received.
-    pub(super) files: Files,
+    pub(super) files: Arc<Files>,
     pub(super) ctl: tokio::sync::Mutex<FrameWriter>,
     pub(super) abort_tx: watch::Sender<bool>,
     /// Why the session was aborted (the first reason given).
@@ -74,11 +74,11 @@ impl Session {
             id,
             key,
             mac,
-            files: Files::new(shared.clone(), hex(&id)),
+            files: Arc::new(Files::new(shared.clone(), hex(&id))),
             shared,
             peer,
             client,
-            sm: Mutex::new(sm),
+            sm: Arc::new(Mutex::new(sm)),
             manifests: Notify::new(),
             ctl: tokio::sync::Mutex::new(writer),
             abort_tx,
@@ -343,7 +343,7 @@ impl Session {
                     let s = self.clone();
                     tokio::spawn(async move {
                         let doc = c.file.doc;
-                        let result = s.files.commit(c, &s).await;
+                        let result = s.files.commit(c, &s.sm).await;
                         let actions = {
                             let mut sm = s.sm();
                             sm.committed(doc, result);
@@ -452,14 +452,6 @@ impl Session {
             w.flush().await
         })
         .await;
-    }
-}
-
-/// A store failure as the state machine takes it (what the sender is told).
-pub(super) fn failure(name: &str, e: &anyhow::Error) -> Failure {
-    Failure {
-        status: AckStatus::StoreError,
-        message: store_reason(name, e),
     }
 }
 
