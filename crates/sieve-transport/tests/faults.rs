@@ -343,9 +343,11 @@ async fn frame_reader_survives_a_timeout_mid_frame() {
 /// A stalled link is still caught (`plain_port_client_to_receiver` stalls one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn link_slower_than_one_frame_per_idle_timeout_still_delivers() {
-    const IDLE: Duration = Duration::from_millis(400);
+    // 16 KiB of a frame (what counts as progress) take 250 ms at this rate: a margin of three
+    // against the idle timeout on a busy machine.
+    const IDLE: Duration = Duration::from_millis(800);
     const RATE: u64 = 64 * 1024;
-    const CHUNK: u32 = 128 * 1024;
+    const CHUNK: u32 = 256 * 1024;
     // The premise: one frame takes several idle timeouts to cross the link.
     assert!(Duration::from_secs_f64(f64::from(CHUNK) / RATE as f64) > 4 * IDLE);
 
