@@ -182,6 +182,8 @@ pub struct Secured {
     pub cipher: String,
     /// Whether the handshake resumed an earlier session.
     pub resumed: bool,
+    /// The peer's certificate (DER), when it presented one: a client under mutual TLS.
+    pub peer_cert: Option<Vec<u8>>,
 }
 
 impl Secured {
@@ -193,8 +195,15 @@ impl Secured {
 
     /// A rustls server connection.
     pub fn from_server(tls: tokio_rustls::server::TlsStream<TcpStream>) -> Result<Secured> {
-        let (exporter, cipher, resumed) = negotiated(&**tls.get_ref().1)?;
-        Ok(Secured::new(tls, exporter, cipher, resumed))
+        let conn = &**tls.get_ref().1;
+        let (exporter, cipher, resumed) = negotiated(conn)?;
+        let peer_cert = conn
+            .peer_certificates()
+            .and_then(|c| c.first())
+            .map(|c| c.as_ref().to_vec());
+        let mut s = Secured::new(tls, exporter, cipher, resumed);
+        s.peer_cert = peer_cert;
+        Ok(s)
     }
 
     /// Split a stream whose handshake is done into boxed halves.
@@ -209,6 +218,7 @@ impl Secured {
             exporter,
             cipher,
             resumed,
+            peer_cert: None,
         }
     }
 }

@@ -73,17 +73,17 @@ impl Shared {
             let tls = self.acceptor.accept(tcp).await?;
             // Keying material for join tokens; only used if this connection starts a session.
             let id: [u8; 16] = rand::random();
-            let (km, cipher, w) = (tls.exporter, tls.cipher, tls.write);
+            let (km, cipher, w, peer_cert) = (tls.exporter, tls.cipher, tls.write, tls.peer_cert);
             let mut reader = FrameReader::new(tls.read, preauth(limits.frame));
             // `tls.read` owns (a share of) the socket behind `fd`.
             reader.batch_wakeups(fd, TLS_SLACK, limits.idle_timeout);
             let first = reader.message().await?;
             reader.set_limits(limits.frame);
             reader.set_budget(self.buffers.clone());
-            anyhow::Ok((reader, w, first, id, km, cipher))
+            anyhow::Ok((reader, w, first, id, (km, cipher, peer_cert)))
         })
         .await;
-        let (mut reader, w, first, id, km, cipher) = match hs {
+        let (mut reader, w, first, id, (km, cipher, peer_cert)) = match hs {
             Ok(r) => r?,
             Err(_) => {
                 self.stats
@@ -123,7 +123,7 @@ impl Shared {
                         id,
                         reader,
                         writer,
-                        cipher,
+                        (cipher, peer_cert),
                     )
                     .await;
                 drop(session_permit);
@@ -228,6 +228,30 @@ impl Shared {
     }
 }
 
+impl Shared {
+    /// Where a session's documents go: the output folder, or with per-client folders the
+    /// folder of the client certificate `peer_cert`; `None` with `discard`.
+    fn session_store(
+        &self,
+        peer_cert: Option<&[u8]>,
+    ) -> Result<Option<crate::store::Store>, String> {
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        if !store.options().per_client_dirs {
+            return Ok(Some(store.clone()));
+        }
+        let cert = peer_cert.ok_or_else(|| {
+            "this receiver keeps a folder per client certificate, and none was presented"
+                .to_string()
+        })?;
+        store
+            .for_client(cert)
+            .map(Some)
+            .map_err(|e| format!("cannot open the folder of this client: {e}"))
+    }
+}
+
 /// Validate what a sender asks for.
 fn check_hello(h: &Hello) -> Result<(), String> {
     if h.version != message::PROTOCOL_VERSION {
@@ -264,7 +288,7 @@ impl Shared {
         id: [u8; 16],
         mut reader: FrameReader,
         mut writer: FrameWriter,
-        cipher: String,
+        (cipher, peer_cert): (String, Option<Vec<u8>>),
     ) -> Result<()> {
         if let Err(why) = check_hello(&hello) {
             let m = message::Error {
@@ -275,6 +299,15 @@ impl Shared {
             writer.flush().await?;
             bail!("refused HELLO: {why}");
         }
+        let store = match self.session_store(peer_cert.as_deref()) {
+            Ok(s) => s,
+            Err(why) => {
+                let m = message::Error::new(message::Error::INTERNAL, why.clone());
+                writer.send(|o| m.encode(o)).await?;
+                writer.flush().await?;
+                bail!("session refused: {why}");
+            }
+        };
         let frame = session_frame_limit(
             &self.cfg.limits,
             u64::from(hello.secure_channels) + u64::from(hello.plain_channels),
@@ -307,6 +340,7 @@ impl Shared {
             open_docs: Arc::new(AtomicU64::new(0)),
             refused: Mutex::new(std::collections::HashSet::new()),
             frame,
+            store,
         });
         self.sessions
             .lock()

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use sieve_core::ledger::Ledger;
-use sieve_core::message::{Ack, AckStatus, DataRef, Doc, DocEnd, Mode};
+use sieve_core::message::{Ack, AckStatus, DataRef, Doc, DocCancel, DocEnd, Mode};
 use sieve_core::sieve::Placement;
 use sieve_core::Kind;
 use tracing::{info, warn};
 
-use crate::store::{self, PartFile};
+use crate::store::{CommitError, PartFile};
 
 use super::limits::Held;
 use super::session::Session;
@@ -42,9 +42,19 @@ pub(super) struct DocFile {
 }
 
 impl DocFile {
-    pub(super) fn commit(self) -> Result<PathBuf> {
+    pub(super) fn commit(self) -> Result<PathBuf, CommitError> {
         self.part.commit()
     }
+}
+
+/// The acknowledgement status of a document the store would not take.
+fn commit_status(e: CommitError) -> (AckStatus, anyhow::Error) {
+    let status = match &e {
+        CommitError::Exists { .. } => AckStatus::Exists,
+        CommitError::Refused { .. } => AckStatus::Refused,
+        CommitError::Io { .. } => AckStatus::StoreError,
+    };
+    (status, e.into())
 }
 
 /// What the sender is told about a document that could not be stored. The receiver's paths stay
@@ -221,12 +231,15 @@ impl Session {
                 .fetch_add(1, Ordering::Relaxed);
             bail!("{}", shared.fd_limit_message());
         };
-        let part = PartFile::create(
-            &shared.cfg.dir,
-            &format!("{}-{}", self.hex_id(), slot.doc.doc),
-            &slot.doc.name,
-            slot.placement.output_len(),
-        )?;
+        let part = self
+            .store
+            .as_ref()
+            .context("internal error: no store for a document to be written")?
+            .create(
+                &format!("{}-{}", self.hex_id(), slot.doc.doc),
+                &slot.doc.name,
+                slot.placement.output_len(),
+            )?;
         Ok(DocFile {
             part,
             _in_session: in_session,
@@ -414,15 +427,15 @@ impl Session {
             }
         }
         let t2 = Instant::now();
-        file.commit().map_err(store_err)?;
+        file.commit().map_err(commit_status)?;
         Ok((us(t1 - t0), us(t2 - t1), us(t2.elapsed())))
     }
 
     pub(super) async fn add_doc(self: &Arc<Self>, doc: Doc) -> Result<()> {
         let limits = &self.shared.cfg.limits;
-        let refuse = |why: String| Ack {
+        let refuse = |(status, why): (AckStatus, String)| Ack {
             doc: doc.doc,
-            status: AckStatus::Refused,
+            status,
             message: why,
             receive_us: 0,
             integrate_us: 0,
@@ -433,20 +446,34 @@ impl Session {
             .as_ref()
             .map(|(s, e)| (s.len() as u64, e.len() as u64));
         let placement = Placement::new(&doc.layout, marks);
-        let problem = if let Err(why) = store::check_name(&doc.name) {
-            Some(format!("refused file name: {why}"))
+        let name_ok = match &self.store {
+            Some(store) => store.precheck(&doc.name).map_err(|e| {
+                let (status, e) = commit_status(e);
+                (status, format!("{e:#}"))
+            }),
+            None => sieve_core::name::check(&doc.name)
+                .map_err(|e| (AckStatus::Refused, format!("refused file name: {e}"))),
+        };
+        let problem = if let Err(refusal) = name_ok {
+            Some(refusal)
         } else if placement.output_len() > limits.max_doc_bytes {
-            Some(format!(
-                "{} bytes exceed this receiver's limit of {} bytes",
-                placement.output_len(),
-                limits.max_doc_bytes
+            Some((
+                AckStatus::Refused,
+                format!(
+                    "{} bytes exceed this receiver's limit of {} bytes",
+                    placement.output_len(),
+                    limits.max_doc_bytes
+                ),
             ))
         } else if self.hello.mode == Mode::SecureOnly && placement.stream_len(Kind::Plain) > 0 {
-            Some("plain bytes in a secure-only session".into())
+            Some((
+                AckStatus::Refused,
+                "plain bytes in a secure-only session".into(),
+            ))
         } else {
             None
         };
-        if let Some(why) = problem {
+        if let Some((status, why)) = problem {
             warn!(session = %self.hex_id(), doc = doc.doc, name = %doc.name, "document refused: {why}");
             self.shared
                 .stats
@@ -461,7 +488,7 @@ impl Session {
                 bail!("document {} announced twice", doc.doc);
             }
             self.docs_changed.notify_waiters();
-            self.ack(refuse(why)).await;
+            self.ack(refuse((status, why))).await;
             return Ok(());
         }
         let mut docs = self.docs.lock().map_err(|_| anyhow!("poisoned"))?;
@@ -514,6 +541,68 @@ impl Session {
             p.end = Some(end);
         }
         self.maybe_finalize(&slot);
+        Ok(())
+    }
+}
+
+impl Session {
+    /// The sender gave up on a document (its file changed while it was sent): remove its
+    /// temporary file and acknowledge the cancellation. A document already answered for (refused
+    /// at its manifest, or failed) needs nothing more.
+    pub(super) async fn doc_cancel(self: &Arc<Self>, m: DocCancel) -> Result<()> {
+        let slot = self
+            .docs
+            .lock()
+            .map_err(|_| anyhow!("poisoned"))?
+            .get(&m.doc)
+            .cloned();
+        let Some(slot) = slot else {
+            if self
+                .refused
+                .lock()
+                .map_err(|_| anyhow!("poisoned"))?
+                .contains(&m.doc)
+            {
+                return Ok(());
+            }
+            bail!(
+                "DOC_CANCEL for document {}, which was never announced",
+                m.doc
+            );
+        };
+        {
+            let mut p = slot.progress.lock().map_err(|_| anyhow!("poisoned"))?;
+            if p.end.is_some() {
+                bail!("DOC_CANCEL for document {} after its DOC_END", m.doc);
+            }
+            if p.finalizing {
+                // Already failed and answered for.
+                return Ok(());
+            }
+            p.finalizing = true;
+            p.ledgers = Default::default();
+        }
+        if let Ok(mut io) = slot.io.write() {
+            io.closed = true;
+            io.failed = true;
+            // Dropping the file removes it.
+            io.file.take();
+        }
+        self.shared
+            .stats
+            .docs_failed
+            .fetch_add(1, Ordering::Relaxed);
+        let name = &slot.doc.name;
+        warn!(session = %self.hex_id(), doc = m.doc, %name, "document cancelled by the sender: {}", m.reason);
+        self.ack(Ack {
+            doc: m.doc,
+            status: AckStatus::Cancelled,
+            message: format!("the sender cancelled it: {}", m.reason),
+            receive_us: 0,
+            integrate_us: 0,
+            commit_us: 0,
+        })
+        .await;
         Ok(())
     }
 }

@@ -28,7 +28,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use crate::conn::{BufferStats, FrameBudget};
-use crate::store;
+use crate::store::{Store, StoreOptions};
 use crate::tls::{Acceptor, LegacyAcceptor};
 
 use session::Session;
@@ -59,6 +59,8 @@ pub struct ServeConfig {
     /// thesis's TLS 1.2 suites (feature `insecure-thesis-suites`; see `legacy_tls.rs`).
     pub legacy: Option<LegacyAcceptor>,
     pub limits: ServeLimits,
+    /// Whether files are replaced, their mode, folders per client (see [`crate::store`]).
+    pub store: StoreOptions,
 }
 
 /// Counters a receiver keeps; read them in tests and reports.
@@ -95,6 +97,8 @@ struct Shared {
     fds_used: Arc<AtomicU64>,
     /// Frame-buffer memory of every authenticated connection.
     buffers: Arc<FrameBudget>,
+    /// The output folder; `None` with `discard`.
+    store: Option<Store>,
 }
 
 /// A receiver bound to its ports, ready to run.
@@ -106,16 +110,9 @@ pub struct Receiver {
 
 impl Receiver {
     pub async fn bind(cfg: ServeConfig) -> Result<Receiver> {
-        if !cfg.discard {
-            store::check_dir(&cfg.dir)?;
-            let n = store::clean_stale(&cfg.dir)?;
-            if n > 0 {
-                info!(
-                    removed = n,
-                    "removed temporary files left by an interrupted receiver"
-                );
-            }
-        }
+        let store = (!cfg.discard)
+            .then(|| Store::open(&cfg.dir, cfg.store))
+            .transpose()?;
         let tls = TcpListener::bind(cfg.listen).await.with_context(|| {
             format!(
                 "cannot listen on {} (is another receiver running?)",
@@ -166,6 +163,7 @@ impl Receiver {
             buffers,
             sessions: Mutex::new(HashMap::new()),
             advertise,
+            store,
             cfg,
         });
         Ok(Receiver { tls, plain, shared })

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use sieve_core::frame::FrameType;
 use sieve_core::frame::Limits;
-use sieve_core::message::{self, Ack, DataRef, Doc, DocEnd, Hello};
+use sieve_core::message::{self, Ack, DataRef, Doc, DocCancel, DocEnd, Hello};
 use sieve_core::Kind;
 use tokio::sync::{watch, Notify};
 use tracing::warn;
@@ -48,6 +48,8 @@ pub(super) struct Session {
     pub(super) refused: Mutex<std::collections::HashSet<u32>>,
     /// Frame limit of every channel of this session ([`session_frame_limit`]).
     pub(super) frame: Limits,
+    /// Where its documents are stored; `None` with `discard`.
+    pub(super) store: Option<crate::store::Store>,
 }
 
 impl Session {
@@ -198,6 +200,7 @@ impl Session {
                     self.add_doc(doc).await?
                 }
                 FrameType::DocEnd => self.doc_end(DocEnd::parse(payload)?).await?,
+                FrameType::DocCancel => self.doc_cancel(DocCancel::parse(payload)?).await?,
                 FrameType::Bye => return Ok(()),
                 other => bail!("unexpected {} frame on channel 0", other.name()),
             }
