@@ -81,6 +81,10 @@ pub struct ProxyStats {
     pub faults_fired: AtomicU64,
     pub up_bytes: AtomicU64,
     pub down_bytes: AtomicU64,
+    /// Set to keep every byte forwarded towards the server (all connections, in order) in
+    /// `up_record`.
+    pub record_up: std::sync::atomic::AtomicBool,
+    pub up_record: Mutex<Vec<u8>>,
 }
 
 /// A running fault proxy; stops (and closes every connection it holds) when dropped.
@@ -299,6 +303,9 @@ async fn pump(
         };
         if sent.is_err() {
             break;
+        }
+        if up && st.record_up.load(Ordering::Relaxed) {
+            st.up_record.lock().unwrap().extend_from_slice(&buf[..n]);
         }
         counter.fetch_add(n as u64, Ordering::Relaxed);
     }
