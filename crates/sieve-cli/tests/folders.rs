@@ -86,7 +86,10 @@ fn a_folder_of_1000_files_arrives_as_diff_r_wants_it() {
     // Hidden entries and links are skipped, and said so.
     std::fs::write(data.join(".DS_Store"), b"junk").unwrap();
     std::os::unix::fs::symlink("/etc/hostname", data.join("hostname")).unwrap();
-    let o = rig.send(&["-r", "-n", "2", "-m", "2", "--json"], &[data.clone()]);
+    let o = rig.send(
+        &["-r", "-n", "2", "-m", "2", "--json"],
+        std::slice::from_ref(&data),
+    );
     let err = ok(&o);
     assert!(
         err.contains("skipped") && err.contains(".DS_Store"),
@@ -282,7 +285,7 @@ fn the_thesis_splits_say_that_they_show_the_layout() {
     assert!(!err.contains("warning"), "{err}");
     let err = ok(&rig.send(
         &["-r", "--batch-split", "segment", "--split", "even"],
-        &[src.clone()],
+        std::slice::from_ref(&src),
     ));
     assert!(
         err.contains("warning: --batch-split segment") && !err.contains("--split even"),
