@@ -75,13 +75,18 @@ impl Shared {
     /// Every byte of `doc` is sent: vouch for it with its DOC_END, or, if its file changed since
     /// it was opened, cancel it (the receiver then removes it).
     pub(super) async fn finish_doc(&self, doc: usize) -> Result<()> {
-        match self.sources[doc].watch().check_final() {
+        let src = &self.sources[doc];
+        match src.watch().check_final() {
             Ok(()) => self.send_doc_end(doc).await,
-            Err(reason) => {
-                tracing::warn!("{reason}: the document is cancelled");
+            Err(why) => {
+                tracing::warn!(
+                    "{} changed while it was being sent ({why}): the document is cancelled",
+                    src.path.display()
+                );
+                // The receiver learns the document's name, not the sender's path.
                 let m = DocCancel {
                     doc: doc as u32,
-                    reason,
+                    reason: format!("{} changed while it was being sent: {why}", src.name),
                 };
                 let mut w = self.ctl.lock().await;
                 w.send(|o| m.encode(o)).await?;
