@@ -14,8 +14,10 @@
 //!   (`SIGIO`) when another process opens the file for writing or truncates it, and holds that
 //!   process back until the sender lets go or `/proc/sys/fs/lease-break-time` (45 s) passes. The
 //!   sender marks the document changed, waits until no channel is reading the file's bytes
-//!   (frames in flight finish), and only then releases the lease: no byte written after the
-//!   change is read, and a truncation cannot fault a mapped read (SIGBUS).
+//!   (frames in flight finish) and until what its sockets held then has been acknowledged by
+//!   the receiver (`sendfile(2)` queues references to the file's pages, which would go out as
+//!   the writer leaves them), and only then releases the lease: no byte written after the
+//!   change is read or sent, and a truncation cannot fault a mapped read (SIGBUS).
 //! - **metadata**, always: size, modification and change times as `fstat` gives them when the
 //!   file is opened, compared before every frame and after the last one, and the file's device
 //!   and inode under its path after the last one (a file replaced by another). Without a lease
@@ -32,9 +34,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use std::time::Duration;
+
 use anyhow::{Context, Result};
 use tokio::sync::RwLock;
-use tracing::debug;
+use tracing::{debug, warn};
+
+use crate::sendq::SendQueues;
+
+/// Longest a broken lease is held while the sockets deliver what they held at the break: below
+/// the kernel's default `lease-break-time` (45 s), after which it would take the lease anyway.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(30);
 
 /// What `fstat` said of a file when it was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,6 +241,10 @@ fn release_lease(fd: std::os::fd::BorrowedFd<'_>) {
 /// handler stays installed (it cannot be removed), so a later break harms nothing.
 pub struct Leases {
     held: Arc<Mutex<Vec<Weak<Watched>>>>,
+    /// The session's sockets, once it is connected.
+    sockets: Arc<Mutex<Option<Arc<SendQueues>>>>,
+    /// Broken leases not yet released.
+    releasing: tokio::sync::watch::Sender<usize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -248,7 +262,9 @@ impl Leases {
             }
         };
         let held: Arc<Mutex<Vec<Weak<Watched>>>> = Arc::default();
-        let h = held.clone();
+        let sockets: Arc<Mutex<Option<Arc<SendQueues>>>> = Arc::default();
+        let releasing = tokio::sync::watch::Sender::new(0usize);
+        let (h, s, r) = (held.clone(), sockets.clone(), releasing.clone());
         let task = tokio::spawn(async move {
             while sigio.recv().await.is_some() {
                 let live: Vec<Arc<Watched>> = match h.lock() {
@@ -266,16 +282,29 @@ impl Leases {
                         continue;
                     }
                     w.note("another program opened it for writing or truncated it".into());
+                    let queues = s.lock().ok().and_then(|q| q.clone());
+                    let releasing = r.clone();
+                    releasing.send_modify(|n| *n += 1);
                     tokio::spawn(async move {
-                        // Frames being read finish; none starts (they see the change first).
-                        let _quiet = w.gate.write().await;
+                        // Frames being read finish; those that start later see the change
+                        // first and read nothing.
+                        drop(w.gate.write().await);
+                        if let Some(q) = queues {
+                            drain(&q, &w.path).await;
+                        }
                         release_lease(w.file.as_fd());
                         debug!(path = %w.path.display(), "read lease released after a change");
+                        releasing.send_modify(|n| *n -= 1);
                     });
                 }
             }
         });
-        Some(Leases { held, task })
+        Some(Leases {
+            held,
+            sockets,
+            releasing,
+            task,
+        })
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -287,6 +316,38 @@ impl Leases {
         if let Ok(mut all) = self.held.lock() {
             all.push(Arc::downgrade(w));
         }
+    }
+
+    /// The session's sockets: from now on a broken lease is released only once what they held
+    /// at the break has been acknowledged.
+    pub fn watch_sockets(&self, queues: Arc<SendQueues>) {
+        if let Ok(mut s) = self.sockets.lock() {
+            *s = Some(queues);
+        }
+    }
+
+    /// Wait (at most `limit`) until every broken lease is released, so that the session does
+    /// not end, and its sockets close, while one waits for them.
+    pub async fn settle(&self, limit: Duration) {
+        let mut r = self.releasing.subscribe();
+        let _ = tokio::time::timeout(limit, r.wait_for(|&n| n == 0)).await;
+    }
+}
+
+/// Wait until the bytes `queues` hold now are acknowledged, at most [`DRAIN_LIMIT`].
+async fn drain(queues: &SendQueues, path: &Path) {
+    let mark = queues.written();
+    let t = std::time::Instant::now();
+    while !queues.delivered(&mark) {
+        if t.elapsed() > DRAIN_LIMIT {
+            warn!(
+                path = %path.display(),
+                "a changed file's lease is released before the sockets delivered what they \
+                 held: bytes sent from the file may reflect the change"
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 

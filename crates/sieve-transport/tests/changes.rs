@@ -2,8 +2,9 @@
 //! sent can put classified bytes in the clear). The sender classified it once; the rewrite keeps
 //! its size and moves a classified part into a range that was cleartext, so the bytes the sender
 //! reads for that range are now classified. The sender must notice, cancel the document
-//! (DOC_CANCEL), and the receiver must commit nothing; with a read lease and copied cleartext,
-//! the moved classified bytes must not even reach the plain channel.
+//! (DOC_CANCEL), and the receiver must commit nothing; with a read lease the moved classified
+//! bytes must not even reach the plain channel, whether the cleartext is copied into the socket
+//! or queued there by reference (`sendfile`).
 //!
 //! The plain channel crosses a throttled proxy, so the send takes seconds and the rewrite lands
 //! in the middle of it.
@@ -56,12 +57,15 @@ fn documents() -> (Vec<u8>, Vec<u8>) {
     let mut after = before.clone();
     // The old classified range becomes cleartext...
     after[PART..PART + 8 + SECRET_BEFORE.len()].copy_from_slice(&text(3, 8 + SECRET_BEFORE.len()));
-    // ...and a classified part now sits where cleartext was, near the end.
-    let at = 2 * PART - 200_000;
+    // ...and classified parts now sit where cleartext was: one early, where the sender has
+    // probably queued the old bytes in its socket already (by reference, with `sendfile`), and
+    // one near the end, which it has not read yet.
     let mut moved = b"<$S>".to_vec();
     moved.extend_from_slice(SECRET_MOVED);
     moved.extend_from_slice(b"<$E>");
-    after[at..at + moved.len()].copy_from_slice(&moved);
+    for at in [512 << 10, 2 * PART - 200_000] {
+        after[at..at + moved.len()].copy_from_slice(&moved);
+    }
     assert_eq!(after.len(), before.len());
     (before, after)
 }
@@ -116,6 +120,11 @@ async fn send_while_rewriting(
         progress.sent() < total,
         "the sender had handed every byte to its sockets before the rewrite"
     );
+    eprintln!(
+        "rewrite: {} bytes handed to the sockets, {} across the link",
+        progress.sent(),
+        r.proxy.stats.up_bytes.load(Ordering::Relaxed)
+    );
     let writer = std::thread::spawn(rewrite);
     let report = send
         .await
@@ -149,9 +158,10 @@ fn write_doc(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     write(dir, name, bytes)
 }
 
-/// With a read lease (the sender owns the file), the rewrite waits until the sender has seen it:
-/// the document is cancelled, nothing is committed, and with copied cleartext the moved
-/// classified bytes never reach the plain channel. Mapped and read documents alike.
+/// With a read lease (the sender owns the file), the rewrite waits until the sender has seen it
+/// and its sockets have delivered what they held: the document is cancelled, nothing is
+/// committed, and the moved classified bytes never reach the plain channel. Mapped and read
+/// documents alike, cleartext copied or sent from the page cache.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rewritten_during_the_send_with_a_lease_is_cancelled_and_nothing_leaks() {
     for (mmap, sendfile) in [
@@ -183,7 +193,7 @@ async fn rewritten_during_the_send_with_a_lease_is_cancelled_and_nothing_leaks()
         );
         assert_cancelled_and_nothing_committed(&r, &report, &name);
         r.rx.assert_no_partials_soon().await;
-        if report.docs_leased == 1 && sendfile == Sendfile::Never {
+        if report.docs_leased == 1 {
             let wire = r.proxy.stats.up_record.lock().unwrap().clone();
             assert!(!wire.is_empty());
             assert!(

@@ -68,7 +68,7 @@ pub(super) struct Shared {
     pub(super) answered: Vec<AtomicBool>,
     pub(super) progress: Arc<Progress>,
     /// Answers the documents' lease breaks while they are sent.
-    pub(super) _leases: Option<Leases>,
+    pub(super) leases: Option<Leases>,
 }
 
 impl Shared {

@@ -536,6 +536,9 @@ pub async fn send_prepared(
         plain: plain_time,
     } = connect(cfg, hello).await?;
     let connect_time = t_connect.elapsed();
+    if let Some(l) = &leases {
+        l.watch_sockets(queues.clone());
+    }
 
     // Data frames must fit the receiver's frame limit, whatever chunk size was asked for.
     let frame_room = session
@@ -620,7 +623,7 @@ pub async fn send_prepared(
         window: MAX_UNACKED_DOCS.min(session.max_open_docs).max(1),
         answered: (0..n_sources).map(|_| AtomicBool::new(false)).collect(),
         progress: progress.clone(),
-        _leases: leases,
+        leases,
     });
     for (i, s) in shared.sources.iter().enumerate() {
         if s.layout.content_len() == 0 {
@@ -654,6 +657,12 @@ pub async fn send_prepared(
     let n_docs = shared.sources.len();
     let acks = await_answers(cfg, &shared, tasks, &mut reader0, &queues, &progress).await?;
     let transfer_time = t_transfer.elapsed();
+    if let Some(l) = &shared.leases {
+        // A changed file's writer waits until the sockets delivered what they held; the
+        // session must not end (closing them) before.
+        l.settle(crate::change::DRAIN_LIMIT + Duration::from_secs(1))
+            .await;
+    }
     {
         let mut w = shared.ctl.lock().await;
         w.send(|o| message::Bye {}.encode(o)).await?;
