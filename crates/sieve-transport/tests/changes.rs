@@ -57,13 +57,18 @@ fn documents() -> (Vec<u8>, Vec<u8>) {
     let mut after = before.clone();
     // The old classified range becomes cleartext...
     after[PART..PART + 8 + SECRET_BEFORE.len()].copy_from_slice(&text(3, 8 + SECRET_BEFORE.len()));
-    // ...and classified parts now sit where cleartext was: one early, where the sender has
-    // probably queued the old bytes in its socket already (by reference, with `sendfile`), and
-    // one near the end, which it has not read yet.
+    // ...and classified parts now sit where cleartext was, every 128 KiB: some where the
+    // sender has queued the old bytes in its socket already (by reference, with `sendfile`,
+    // so that they go out as the rewrite leaves them unless the sender waits), some it has not
+    // read yet. Each sits 100 bytes into a 16 KiB frame, so a frame header never splits it.
     let mut moved = b"<$S>".to_vec();
     moved.extend_from_slice(SECRET_MOVED);
     moved.extend_from_slice(b"<$E>");
-    for at in [512 << 10, 2 * PART - 200_000] {
+    for k in 1..2 * PART / (128 << 10) {
+        let at = k * (128 << 10) + 100;
+        if (PART - 200..PART + 200).contains(&at) {
+            continue;
+        }
         after[at..at + moved.len()].copy_from_slice(&moved);
     }
     assert_eq!(after.len(), before.len());
