@@ -305,6 +305,13 @@ impl Store {
         let mut at = rustix::io::dup(&*self.base).map_err(|e| io("open", &self.base_path, e))?;
         let mut path = self.base_path.clone();
         for &d in dirs {
+            // Names are checked before they get here; a component that could leave the folder
+            // is refused again, whatever the caller checked.
+            if d.is_empty() || d == "." || d == ".." || d.contains('/') {
+                return Err(CommitError::Refused {
+                    why: format!("refused file name: the folder name {d:?}"),
+                });
+            }
             path.push(d);
             let open = |parent: &OwnedFd| {
                 rustix::fs::openat(
