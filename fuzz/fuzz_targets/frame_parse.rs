@@ -4,13 +4,15 @@
 //! of frames, the way a receive loop reads a socket buffer, and also as the payload of every
 //! message type. Beyond "never panics", it checks:
 //! - `check` and `parse` agree on every buffer;
-//! - a message that parses re-encodes to exactly the same frame (the encoding is canonical);
-//! - `Doc::parse_with_max_segments` agrees with `Doc::parse` whenever it accepts.
+//! - a message that parses re-encodes to exactly the same frame (the encoding is canonical), for
+//!   every type in `FrameType::ALL`, `DocCancel` included;
+//! - `Doc::parse_with_max_segments` agrees with `Doc::parse` whenever it accepts;
+//! - a manifest padded to its bucket (`Doc::pad_to_bucket`) fills it exactly and parses back.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sieve_core::frame::{self, FrameType, Limits, HEADER_LEN};
-use sieve_core::message::{DataRef, Doc, Message};
+use sieve_core::message::{bucket_len, DataRef, Doc, Message};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, stream)) = data.split_first() else {
@@ -71,6 +73,14 @@ fn message(ty: FrameType, payload: &[u8]) {
         if let Message::Doc(d) = &m {
             assert_eq!(d.encoded_len(), out.len());
             assert_eq!(d.validate(), Ok(()));
+            let mut padded = d.clone();
+            padded.padding = 0;
+            let base = padded.encoded_len() - HEADER_LEN;
+            padded.pad_to_bucket(u32::MAX);
+            assert_eq!(padded.encoded_len() - HEADER_LEN, bucket_len(base));
+            let mut again = Vec::new();
+            padded.encode(&mut again);
+            assert_eq!(Doc::parse(&again[HEADER_LEN..]), Ok(padded));
         }
     }
     if let Ok(d) = DataRef::parse(payload) {

@@ -1,9 +1,18 @@
-//! `sieve certs`: a development CA and certificates, so the first run needs nothing else.
+//! `sieve certs`: a development CA and certificates, so the first run needs nothing else; and
+//! further client and server certificates from that CA, so that adding a sender or a receiver
+//! never replaces the CA that running peers trust.
+//!
+//! Files are never replaced without `--force`, and every file is written to a temporary name
+//! beside it and renamed into place: a key is never readable by others (0600 from its creation,
+//! whatever was there before), and a symbolic link planted under a key's name is replaced, never
+//! followed.
 
 use std::fs;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
     KeyUsagePurpose,
@@ -11,91 +20,417 @@ use rcgen::{
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Folder to write ca.pem, ca.key, server.pem, server.key (and client.pem, client.key).
-    #[arg(long, default_value = "certs")]
+    #[command(subcommand)]
+    pub what: Option<What>,
+    /// Folder of the CA and certificates (a new CA writes ca.pem, ca.key, server.pem,
+    /// server.key, and with --client client.pem, client.key).
+    #[arg(long, default_value = "certs", global = true)]
     pub dir: PathBuf,
     /// Extra names (DNS names or IP addresses) the server certificate is valid for, besides
-    /// localhost and 127.0.0.1. Repeat or separate with commas.
+    /// localhost, 127.0.0.1 and ::1. Repeat or separate with commas.
     #[arg(long = "name", value_delimiter = ',')]
     pub names: Vec<String>,
     /// Also write a client certificate for mutual TLS (`sieve serve --client-ca DIR/ca.pem`).
     #[arg(long)]
     pub client: bool,
+    /// Replace files that exist. Replacing the CA breaks every receiver and sender that trusts
+    /// the old one; to add a sender or a receiver, issue a certificate from the existing CA with
+    /// `sieve certs client NAME` or `sieve certs server --name HOST` instead.
+    #[arg(long, global = true)]
+    pub force: bool,
 }
 
-fn write_private(path: &Path, contents: &str) -> Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    f.write_all(contents.as_bytes())?;
-    Ok(())
+#[derive(clap::Subcommand, Debug)]
+pub enum What {
+    /// Issue a client certificate (mutual TLS) from the CA in --dir: writes DIR/NAME.pem and
+    /// DIR/NAME.key, with NAME as the certificate's common name.
+    Client {
+        /// Letters, digits, '.', '-', '_' or '@' (it names the files, and with `sieve serve
+        /// --per-client-dirs` the client's folder).
+        name: String,
+    },
+    /// Issue a server certificate from the CA in --dir for the names given with --name (and
+    /// only those): writes DIR/server.pem and DIR/server.key, or DIR/OUT.pem and DIR/OUT.key.
+    Server {
+        /// DNS names or IP addresses the receiver is reached by. Repeat or separate with commas.
+        #[arg(long = "name", value_delimiter = ',', required = true)]
+        names: Vec<String>,
+        /// Base name of the files to write, for a further receiver (default: server).
+        #[arg(long, default_value = "server")]
+        out: String,
+    },
 }
+
+/// The names every certificate of a new CA's receiver is valid for.
+const LOCAL_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
 pub fn run(args: &Args) -> Result<()> {
-    make(&args.dir, &args.names, args.client)?;
-    eprintln!(
-        "wrote a development CA and certificates for localhost/127.0.0.1 to {}",
-        args.dir.display()
-    );
-    eprintln!(
-        "  receiver: sieve serve --cert {0}/server.pem --key {0}/server.key --dir OUT",
-        args.dir.display()
-    );
-    eprintln!(
-        "  sender:   sieve send --ca {}/ca.pem FILE...",
-        args.dir.display()
-    );
+    let d = args.dir.display();
+    if args.what.is_some() && (args.client || !args.names.is_empty()) {
+        bail!(
+            "--client and --name before `client` or `server` apply to a new CA; give a server's \
+             names after `server` (sieve certs server --name HOST)"
+        );
+    }
+    match &args.what {
+        None => {
+            let names = make_with(&args.dir, &args.names, args.client, args.force)?;
+            let mut wrote = format!(
+                "wrote a development CA (ca.pem, ca.key) and a receiver certificate (server.pem, \
+                 server.key) for {} to {d}",
+                names.join(", ")
+            );
+            if args.client {
+                wrote.push_str(&format!(
+                    ", and a client certificate (client.pem, client.key) for \"{CLIENT_CN}\""
+                ));
+            }
+            eprintln!("{wrote}");
+            let (client_ca, identity) = if args.client {
+                (
+                    format!(" --client-ca {d}/ca.pem"),
+                    format!(" --client-cert {d}/client.pem --client-key {d}/client.key"),
+                )
+            } else {
+                Default::default()
+            };
+            eprintln!(
+                "  receiver: sieve serve --dir OUT --cert {d}/server.pem --key {d}/server.key{client_ca}"
+            );
+            let to = match args.names.first() {
+                Some(n) => format!(" --to {}", host_port(n)),
+                None => String::new(),
+            };
+            eprintln!("  sender:   sieve send --ca {d}/ca.pem{to}{identity} FILE...");
+            eprintln!(
+                "  more:     sieve certs client NAME (a sender), sieve certs server --name HOST \
+                 (a receiver), from the same CA"
+            );
+        }
+        Some(What::Client { name }) => {
+            check_base_name(name)?;
+            let ca = Ca::load(&args.dir)?;
+            let (pem, key) = (format!("{name}.pem"), format!("{name}.key"));
+            refuse_existing(
+                &args.dir,
+                &[&pem, &key],
+                args.force,
+                "or choose another NAME",
+            )?;
+            let (cert, k) = ca.client(name)?;
+            write_file(&args.dir.join(&pem), &cert, 0o644, args.force)?;
+            write_file(&args.dir.join(&key), &k, 0o600, args.force)?;
+            eprintln!(
+                "wrote {d}/{pem} and {d}/{key}: a client certificate for \"{name}\" from the CA \
+                 in {d}/ca.pem"
+            );
+            eprintln!(
+                "  receiver: sieve serve ... --client-ca {d}/ca.pem (add --per-client-dirs to \
+                 keep {name}'s documents in OUT/{name})"
+            );
+            eprintln!(
+                "  sender:   sieve send --ca {d}/ca.pem --client-cert {d}/{pem} --client-key \
+                 {d}/{key} FILE..."
+            );
+        }
+        Some(What::Server { names, out }) => {
+            check_base_name(out)?;
+            if out == "ca" {
+                bail!("--out ca would replace the CA's own files; choose another name");
+            }
+            let ca = Ca::load(&args.dir)?;
+            let (pem, key) = (format!("{out}.pem"), format!("{out}.key"));
+            refuse_existing(
+                &args.dir,
+                &[&pem, &key],
+                args.force,
+                "or give a further receiver's files another name with --out NAME",
+            )?;
+            let (cert, k) = ca.server(names)?;
+            write_file(&args.dir.join(&pem), &cert, 0o644, args.force)?;
+            write_file(&args.dir.join(&key), &k, 0o600, args.force)?;
+            eprintln!(
+                "wrote {d}/{pem} and {d}/{key}: a receiver certificate for {} from the CA in \
+                 {d}/ca.pem",
+                names.join(", ")
+            );
+            eprintln!("  receiver: sieve serve --dir OUT --cert {d}/{pem} --key {d}/{key}");
+            eprintln!(
+                "  sender:   sieve send --ca {d}/ca.pem --to {} FILE...",
+                host_port(&names[0])
+            );
+        }
+    }
     Ok(())
 }
 
-/// Write the files; used by the demo too.
-pub fn make(dir: &Path, extra_names: &[String], client: bool) -> Result<()> {
-    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut ca = CertificateParams::new(Vec::<String>::new())?;
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "security sieve development CA");
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_key = KeyPair::generate()?;
-    let ca_cert = ca.self_signed(&ca_key)?;
+/// `host:7443`, with brackets around an IPv6 address.
+fn host_port(name: &str) -> String {
+    if name.contains(':') {
+        format!("[{name}]:7443")
+    } else {
+        format!("{name}:7443")
+    }
+}
 
-    let mut names = vec![
-        "localhost".to_string(),
-        "127.0.0.1".to_string(),
-        "::1".to_string(),
-    ];
-    names.extend(extra_names.iter().cloned());
-    let mut server = CertificateParams::new(names)?;
-    server
-        .distinguished_name
-        .push(DnType::CommonName, "security sieve receiver");
-    server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let server_key = KeyPair::generate()?;
-    let server_cert = server.signed_by(&server_key, &ca_cert, &ca_key)?;
-
-    fs::write(dir.join("ca.pem"), ca_cert.pem())?;
-    write_private(&dir.join("ca.key"), &ca_key.serialize_pem())?;
-    fs::write(dir.join("server.pem"), server_cert.pem())?;
-    write_private(&dir.join("server.key"), &server_key.serialize_pem())?;
-    if client {
-        let mut c = CertificateParams::new(Vec::<String>::new())?;
-        c.distinguished_name
-            .push(DnType::CommonName, "security sieve sender");
-        c.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        let key = KeyPair::generate()?;
-        let cert = c.signed_by(&key, &ca_cert, &ca_key)?;
-        fs::write(dir.join("client.pem"), cert.pem())?;
-        write_private(&dir.join("client.key"), &key.serialize_pem())?;
+/// A name that is safe as a file's base name and a certificate's common name.
+fn check_base_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@'));
+    if !ok {
+        bail!(
+            "'{name}' cannot name certificate files: use 1 to 64 letters, digits, '.', '-', '_' \
+             or '@', not beginning with '.'"
+        );
     }
     Ok(())
+}
+
+/// After a refusal to replace a new CA's files: how to add a peer without replacing the CA.
+const KEEP_THE_CA: &str = "to add a sender or a receiver, use `sieve certs client NAME` or \
+                           `sieve certs server --name HOST`, which keep the CA";
+
+/// Refuse, before anything is generated, if any of `files` exists in `dir` (unless `force`);
+/// `hint` says what else to do.
+fn refuse_existing(dir: &Path, files: &[&str], force: bool, hint: &str) -> Result<()> {
+    if force {
+        return Ok(());
+    }
+    let there: Vec<&str> = files
+        .iter()
+        .copied()
+        .filter(|f| fs::symlink_metadata(dir.join(f)).is_ok())
+        .collect();
+    if !there.is_empty() {
+        bail!(
+            "{} already {} in {}: nothing was written. Pass --force to replace {} (receivers and \
+             senders using {} must then be given the new files); {hint}",
+            there.join(", "),
+            if there.len() == 1 { "exists" } else { "exist" },
+            dir.display(),
+            if there.len() == 1 { "it" } else { "them" },
+            if there.len() == 1 { "it" } else { "them" },
+        );
+    }
+    Ok(())
+}
+
+/// Write `contents` to `path` with `mode`: into a new temporary file beside it (created with
+/// that mode, never through a link), flushed, then renamed over `path`, which replaces a link of
+/// that name rather than writing where it points. Without `force`, an existing `path` is an
+/// error (and is never replaced, however it appeared).
+fn write_file(path: &Path, contents: &str, mode: u32, force: bool) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .with_context(|| format!("{} has no file name", path.display()))?;
+    let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc_o_nofollow())
+        .open(&temp)
+        .with_context(|| format!("cannot write {}", temp.display()))?;
+    let written = (|| -> Result<()> {
+        // The mode asked for exactly, whatever the umask.
+        rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(mode))?;
+        f.write_all(contents.as_bytes())?;
+        f.sync_all()?;
+        let at = rustix::fs::CWD;
+        if force {
+            rustix::fs::renameat(at, &temp, at, path)?;
+        } else {
+            rustix::fs::renameat_with(at, &temp, at, path, rustix::fs::RenameFlags::NOREPLACE)?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(e.context(format!("cannot write {}", path.display())));
+    }
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+fn libc_o_nofollow() -> i32 {
+    rustix::fs::OFlags::NOFOLLOW.bits() as i32
+}
+
+const CA_CN: &str = "security sieve development CA";
+const CLIENT_CN: &str = "security sieve sender";
+
+/// A CA able to sign: its certificate's parameters and its key.
+struct Ca {
+    cert: rcgen::Certificate,
+    key: KeyPair,
+}
+
+impl Ca {
+    fn new() -> Result<Ca> {
+        let mut ca = CertificateParams::new(Vec::<String>::new())?;
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name.push(DnType::CommonName, CA_CN);
+        ca.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let key = KeyPair::generate()?;
+        let cert = ca.self_signed(&key)?;
+        Ok(Ca { cert, key })
+    }
+
+    /// The CA in `dir` (ca.pem and ca.key), to issue more certificates that chain to the same
+    /// ca.pem (its subject and key identifier are read from it).
+    fn load(dir: &Path) -> Result<Ca> {
+        let (pem, key) = (dir.join("ca.pem"), dir.join("ca.key"));
+        let read = |p: &Path| {
+            fs::read_to_string(p).with_context(|| {
+                format!(
+                    "cannot read {} (make a CA first with `sieve certs --dir {}`)",
+                    p.display(),
+                    dir.display()
+                )
+            })
+        };
+        let key = KeyPair::from_pem(&read(&key)?)
+            .with_context(|| format!("{} is not a PEM private key", key.display()))?;
+        let params = CertificateParams::from_ca_cert_pem(&read(&pem)?)
+            .with_context(|| format!("{} is not a PEM CA certificate", pem.display()))?;
+        let cert = params.self_signed(&key).with_context(|| {
+            format!(
+                "{} does not belong to {}",
+                dir.join("ca.key").display(),
+                pem.display()
+            )
+        })?;
+        Ok(Ca { cert, key })
+    }
+
+    /// A server certificate for `names`: (certificate PEM, key PEM).
+    fn server(&self, names: &[String]) -> Result<(String, String)> {
+        let mut p = CertificateParams::new(names.to_vec())
+            .context("a --name is neither a DNS name nor an IP address")?;
+        p.distinguished_name
+            .push(DnType::CommonName, "security sieve receiver");
+        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let key = KeyPair::generate()?;
+        let cert = p.signed_by(&key, &self.cert, &self.key)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+
+    /// A client certificate whose common name is `cn`.
+    fn client(&self, cn: &str) -> Result<(String, String)> {
+        let mut p = CertificateParams::new(Vec::<String>::new())?;
+        p.distinguished_name.push(DnType::CommonName, cn);
+        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let key = KeyPair::generate()?;
+        let cert = p.signed_by(&key, &self.cert, &self.key)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    }
+}
+
+/// Write a new CA and a server certificate (and a client one) to `dir`, refusing to replace
+/// anything; used by the demo, in a fresh folder.
+pub fn make(dir: &Path, extra_names: &[String], client: bool) -> Result<()> {
+    make_with(dir, extra_names, client, false).map(|_| ())
+}
+
+/// [`make`], replacing files with `force`. Returns the server certificate's names.
+fn make_with(dir: &Path, extra_names: &[String], client: bool, force: bool) -> Result<Vec<String>> {
+    fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut files = vec!["ca.pem", "ca.key", "server.pem", "server.key"];
+    if client {
+        files.extend(["client.pem", "client.key"]);
+    }
+    refuse_existing(dir, &files, force, KEEP_THE_CA)?;
+    let ca = Ca::new()?;
+    let mut names: Vec<String> = LOCAL_NAMES.iter().map(|s| s.to_string()).collect();
+    names.extend(extra_names.iter().cloned());
+    let (server, server_key) = ca.server(&names)?;
+    write_file(&dir.join("ca.pem"), &ca.cert.pem(), 0o644, force)?;
+    write_file(&dir.join("ca.key"), &ca.key.serialize_pem(), 0o600, force)?;
+    write_file(&dir.join("server.pem"), &server, 0o644, force)?;
+    write_file(&dir.join("server.key"), &server_key, 0o600, force)?;
+    if client {
+        let (c, k) = ca.client(CLIENT_CN)?;
+        write_file(&dir.join("client.pem"), &c, 0o644, force)?;
+        write_file(&dir.join("client.key"), &k, 0o600, force)?;
+    }
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn keys_are_private_and_links_are_replaced_not_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        fs::set_permissions(&victim, fs::Permissions::from_mode(0o644)).unwrap();
+        let key = d.path().join("k.key");
+        std::os::unix::fs::symlink(&victim, &key).unwrap();
+        // Without --force an existing name (even a link) is refused.
+        assert!(write_file(&key, "secret", 0o600, false).is_err());
+        write_file(&key, "secret", 0o600, true).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(mode(&victim), 0o644);
+        assert!(!fs::symlink_metadata(&key).unwrap().file_type().is_symlink());
+        assert_eq!(mode(&key), 0o600);
+        // A key that existed with wider permissions is replaced by a private one.
+        let wide = d.path().join("w.key");
+        fs::write(&wide, "old").unwrap();
+        fs::set_permissions(&wide, fs::Permissions::from_mode(0o644)).unwrap();
+        write_file(&wide, "new", 0o600, true).unwrap();
+        assert_eq!(
+            (fs::read_to_string(&wide).unwrap().as_str(), mode(&wide)),
+            ("new", 0o600)
+        );
+        let names: Vec<_> = fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.contains(".tmp-"))
+            .collect();
+        assert!(names.is_empty(), "temporary files left: {names:?}");
+    }
+
+    #[test]
+    fn a_loaded_ca_issues_certificates_that_chain_to_the_same_ca_pem() {
+        let d = tempfile::tempdir().unwrap();
+        make(d.path(), &[], false).unwrap();
+        let ca = Ca::load(d.path()).unwrap();
+        let orig = fs::read_to_string(d.path().join("ca.pem")).unwrap();
+        let (cert, _) = ca.client("alice").unwrap();
+        // The issuer named in the new certificate is the CA's subject, and its authority key
+        // identifier the CA's key identifier: what a verifier matches against ca.pem.
+        use rustls_pki_types::pem::PemObject;
+        let der = |pem: &str| {
+            rustls_pki_types::CertificateDer::from_pem_slice(pem.as_bytes())
+                .unwrap()
+                .to_vec()
+        };
+        let orig_der = der(&orig);
+        let new_der = der(&cert);
+        let (_, o) = x509_parser::parse_x509_certificate(&orig_der).unwrap();
+        let (_, n) = x509_parser::parse_x509_certificate(&new_der).unwrap();
+        assert_eq!(n.issuer(), o.subject());
+        assert!(n.verify_signature(Some(o.public_key())).is_ok());
+        assert!(check_base_name("../x").is_err() && check_base_name(".h").is_err());
+        assert!(check_base_name("alice@lab-1").is_ok());
+    }
 }

@@ -18,6 +18,7 @@ use sieve_core::split::Split;
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits};
 use sieve_transport::sender::{self, Chunk, Progress, SendConfig, Sendfile, SessionReport};
 use sieve_transport::source::Classify;
+use sieve_transport::store::StoreOptions;
 use sieve_transport::tls::{ClientTls, ServerTls};
 
 #[derive(clap::Args, Debug)]
@@ -80,6 +81,11 @@ pub async fn run(args: &Args) -> Result<()> {
         discard: false,
         legacy: None,
         limits: ServeLimits::default(),
+        // Each round sends the same document again.
+        store: StoreOptions {
+            overwrite: true,
+            ..StoreOptions::default()
+        },
     })
     .await?;
     let to = receiver.tls_addr().to_string();
@@ -134,6 +140,7 @@ pub async fn run(args: &Args) -> Result<()> {
         processing_per_secure_mb: Duration::ZERO,
         mmap: true,
         sendfile: Sendfile::Always,
+        require_classified: false,
         legacy: None,
     };
     let mut results: [Vec<SessionReport>; 2] = [Vec::new(), Vec::new()];

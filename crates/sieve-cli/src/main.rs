@@ -32,7 +32,8 @@ const EXAMPLES: &str = "Examples:
   sieve gen --size 10MB --proportion 0.1 -o 10MB-10.txt
   sieve send --ca certs/ca.pem 10MB-10.txt
   sieve send --ca certs/ca.pem --mode secure-only -n 2 --json 10MB-10.txt
-  sieve send --ca certs/ca.pem --ranges fields.json record.bin";
+  sieve send --ca certs/ca.pem --ranges fields.json record.bin
+  sieve send --ca certs/ca.pem -r datasets/";
 
 #[derive(Subcommand, Debug)]
 enum Command {

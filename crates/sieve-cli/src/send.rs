@@ -64,12 +64,34 @@ pub struct Args {
     #[arg(long, default_value = "aes128gcm")]
     pub cipher: Cipher,
     /// Write documents without their marks (the thesis's output) instead of byte-identical.
+    /// Without it the receiver writes the marks back, so a document arrives exactly as it was
+    /// sent, marks included.
     #[arg(long)]
     pub strip_marks: bool,
-    /// Classified ranges from a JSON file ({"ranges": [[start, end], ...]}) instead of inline
-    /// marks; the same ranges apply to every FILE.
-    #[arg(long)]
+    /// Classified ranges of the one FILE from a JSON file ({"ranges": [[start, end], ...]}:
+    /// byte offsets, start included, end excluded) instead of inline marks. For several files,
+    /// use --ranges-beside.
+    #[arg(long, conflicts_with = "ranges_beside")]
     pub ranges: Option<PathBuf>,
+    /// Classified ranges of each FILE from the JSON ranges file beside it, FILE.ranges.json
+    /// (the format of --ranges). Ranges files sent alongside their files are not sent as
+    /// documents of their own.
+    #[arg(long)]
+    pub ranges_beside: bool,
+    /// Send folders with everything beneath them, each file under its path relative to the
+    /// folder's parent (`-r photos` stores photos/2024/a.jpg beneath the receiver's folder).
+    /// Hidden entries (names beginning with '.'), symbolic links and special files are
+    /// skipped, and each skip is reported.
+    #[arg(long, short = 'r')]
+    pub recursive: bool,
+    /// Refuse to send a document that has no classified byte in sieve mode (it would travel
+    /// entirely in the clear); without it such documents are sent with a warning.
+    #[arg(long)]
+    pub require_classified: bool,
+    /// Laboratory only: do not warn that --split/--batch-split even|segment show where the
+    /// classified parts sit.
+    #[arg(long, hide = true)]
+    pub quiet_layout_warning: bool,
     /// Start mark.
     #[arg(long, default_value = "<$S>")]
     pub start_mark: String,
@@ -96,7 +118,12 @@ pub struct Args {
     pub emulate_processing_ms_per_mb: f64,
     /// Read documents with ordinary reads instead of mapping them into memory. Mapping saves the
     /// sender a copy of every byte, but a document truncated by another program while it is
-    /// being sent then stops the sender with SIGBUS; use this for files that may change.
+    /// being sent (when no read lease could be taken on it) stops the sender with SIGBUS; this
+    /// turns that into an error. It does not make a changing file safe to send: a document
+    /// whose file changes while it is sent is cancelled either way (the sender watches each
+    /// file, with a read lease where the system grants one), and bytes read after the change
+    /// may have crossed a plain channel before it was noticed. Do not send files that other
+    /// programs are writing.
     #[arg(long)]
     pub no_mmap: bool,
     /// How mapped cleartext reaches the plain sockets: always by sendfile(2), which spares the
@@ -112,7 +139,8 @@ pub struct Args {
     /// Print one JSON object with the session's measurements on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Files to send, all in one session.
+    /// Files to send, all in one session (folders with -r). No two may have the same name on
+    /// the receiver.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
 }
@@ -128,13 +156,14 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         identity,
     }
     .config()?;
+    if args.strip_marks && (args.ranges.is_some() || args.ranges_beside) {
+        bail!(
+            "--strip-marks has no effect with ranges files: a ranges file adds no marks to strip"
+        );
+    }
     let classify = match &args.ranges {
-        Some(r) => {
-            if args.strip_marks {
-                bail!("--strip-marks has no effect with --ranges: a ranges file adds no marks to strip");
-            }
-            Classify::RangesFile(r.clone())
-        }
+        Some(r) => Classify::RangesFile(r.clone()),
+        None if args.ranges_beside => Classify::RangesBeside,
         None => Classify::Marks(MarkConfig {
             start: args.start_mark.as_bytes().to_vec(),
             end: args.end_mark.as_bytes().to_vec(),
@@ -162,6 +191,7 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         ),
         mmap: !args.no_mmap,
         sendfile: args.sendfile,
+        require_classified: args.require_classified,
         legacy: legacy(args)?,
     })
 }
@@ -215,11 +245,69 @@ pub fn progress_bar(progress: Arc<Progress>) -> Option<(ProgressBar, tokio::task
     Some((bar, h))
 }
 
+/// What a split of the thesis shows an observer of the plain channels, if the documents are sent
+/// with it (`--split` for one document, `--batch-split` for several).
+fn layout_warning(args: &Args, docs: usize) -> Option<String> {
+    if args.quiet_layout_warning || args.mode == ModeArg::SecureOnly {
+        return None;
+    }
+    let (flag, name) = if docs == 1 {
+        match args.split {
+            Split::Even | Split::Segment => ("--split", args.split.to_string()),
+            Split::Dynamic => return None,
+        }
+    } else {
+        match args.batch_split {
+            BatchSplit::Even | BatchSplit::Segment => {
+                ("--batch-split", args.batch_split.to_string())
+            }
+            BatchSplit::Dynamic | BatchSplit::File => return None,
+        }
+    };
+    Some(format!(
+        "warning: {flag} {name} hands out the documents segment by segment, so the offsets of \
+         the plain frames show an observer where the classified parts begin and end; the default \
+         (dynamic) split cuts frames by size alone"
+    ))
+}
+
 pub async fn run(args: &Args) -> Result<bool> {
     let cfg = config(args)?;
+    crate::serve::raise_open_file_limit();
+    let failed = |e: anyhow::Error| -> Result<bool> {
+        if args.json {
+            print_failure(&e)?;
+        }
+        Err(e)
+    };
+    let (files, recursive, beside) = (args.files.clone(), args.recursive, args.ranges_beside);
+    let expanded = match tokio::task::spawn_blocking(move || {
+        sender::inputs::expand(&files, recursive, beside)
+    })
+    .await?
+    {
+        Ok(e) => e,
+        Err(e) => return failed(e),
+    };
+    for s in &expanded.skipped {
+        eprintln!("warning: skipped {s}");
+    }
+    if let Some(w) = layout_warning(args, expanded.inputs.len()) {
+        eprintln!("{w}");
+    }
+    let prepared = match sender::prepare(&cfg, expanded.inputs).await {
+        Ok(p) => p,
+        Err(e) => return failed(e),
+    };
+    for name in prepared.unclassified() {
+        eprintln!(
+            "warning: {name} has no classified byte: it travels entirely in the clear (mark its \
+             classified parts or give their ranges; --require-classified refuses such files)"
+        );
+    }
     let progress = Arc::new(Progress::default());
     let bar = progress_bar(progress.clone());
-    let result = sender::send(&cfg, &args.files, progress).await;
+    let result = sender::send_prepared(&cfg, prepared, progress).await;
     if let Some((b, h)) = bar {
         h.abort();
         b.finish_and_clear();

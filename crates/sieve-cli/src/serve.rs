@@ -6,13 +6,31 @@ use std::time::Duration;
 
 use anyhow::Result;
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits};
+use sieve_transport::store::{self, StoreOptions};
 use sieve_transport::tls::ServerTls;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Folder that received documents are written to (atomically, after verification).
+    /// Folder that received documents are written to (atomically, after verification); created
+    /// if missing. Senders may create subfolders beneath it (`sieve send -r`), never anything
+    /// outside it, and never through a symbolic link.
     #[arg(long)]
     pub dir: PathBuf,
+    /// Replace a file that already exists under a received document's name. Without it such a
+    /// document is refused (its sender is told the name exists) and the file is kept.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Permission bits of received files, in octal (e.g. 640 to let the group read them). The
+    /// default, 600, lets only this user read them; folders the receiver creates get the same
+    /// bits plus search (x) wherever read is given.
+    #[arg(long, value_name = "OCTAL", default_value = "600", value_parser = store::parse_mode)]
+    pub file_mode: u32,
+    /// With --client-ca: keep each client's documents in a folder of its own beneath --dir,
+    /// named after the common name (CN) of its certificate (characters other than letters,
+    /// digits and . - _ @ become _, followed by a short hash), so that clients cannot replace
+    /// or read each other's files by name.
+    #[arg(long, requires = "client_ca")]
+    pub per_client_dirs: bool,
     /// Server certificate chain (PEM), e.g. from `sieve certs`.
     #[arg(long)]
     pub cert: PathBuf,
@@ -114,6 +132,11 @@ pub async fn run(args: &Args) -> Result<()> {
         discard: args.discard,
         legacy: legacy(args)?,
         limits,
+        store: StoreOptions {
+            overwrite: args.overwrite,
+            file_mode: args.file_mode,
+            per_client_dirs: args.per_client_dirs,
+        },
     })
     .await?;
     tokio::select! {
@@ -122,12 +145,13 @@ pub async fn run(args: &Args) -> Result<()> {
     }
 }
 
-/// The receiver holds a descriptor per connection and per document in progress. The usual soft
-/// limit of 1024 open files is a leftover from select(2), which nothing here uses; raising it to
-/// the hard limit (as Go's runtime does for every program) lets a busy receiver take more
-/// sessions before it must refuse documents. A hard limit set by the administrator still holds,
-/// and the receiver budgets whatever limit it ends up with.
-fn raise_open_file_limit() {
+/// The receiver holds a descriptor per connection and per document in progress, the sender one
+/// per document of a session. The usual soft limit of 1024 open files is a leftover from
+/// select(2), which nothing here uses; raising it to the hard limit (as Go's runtime does for
+/// every program) lets a busy receiver take more sessions before it must refuse documents, and a
+/// sender send a folder of thousands of files in one session. A hard limit set by the
+/// administrator still holds, and the receiver budgets whatever limit it ends up with.
+pub fn raise_open_file_limit() {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let now = getrlimit(Resource::Nofile);
     let (Some(soft), Some(hard)) = (now.current, now.maximum) else {

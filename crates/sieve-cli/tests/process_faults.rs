@@ -265,6 +265,10 @@ fn sender_killed_at_random_points_of_a_multi_document_session() {
         killed_mid_session >= 3,
         "only {killed_mid_session} of {rounds} kills landed mid-session (seed {seed})"
     );
+    // The last kill may have left some of the 20 committed; the receiver does not replace them.
+    for f in &files {
+        let _ = std::fs::remove_file(out.join(f.file_name().unwrap()));
+    }
     srv.send_ok(&files);
     assert!(assert_finals_intact(&out, &sources) >= 20);
     assert!(partials(&out).is_empty());
@@ -376,8 +380,10 @@ fn receiver_killed_and_restarted_mid_session() {
         stderr.trim()
     );
 
-    // A new receiver on the same folder cleans up and serves.
-    let mut srv = Server::start(&certs, &out, None, &[]);
+    // A new receiver on the same folder cleans up and serves; the sender sends everything
+    // again, so the documents committed before the kill are replaced (--overwrite: without it
+    // they are refused as existing).
+    let mut srv = Server::start(&certs, &out, None, &["--overwrite"]);
     assert!(
         partials(&out).is_empty(),
         "stale temporary files survive a restart: {:?}",
@@ -895,6 +901,7 @@ async fn open_file_limit_refuses_documents_before_emfile() {
                 name: format!("held{:02}-{doc:03}.txt", sessions.len()),
                 layout: Layout::whole(Kind::Secure, 2),
                 marks: None,
+                padding: 0,
             };
             writer.send(|o| d.encode(o)).await.unwrap();
         }

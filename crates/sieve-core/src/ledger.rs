@@ -1,11 +1,14 @@
 //! The ledger of one document stream: which pieces arrived, and a digest of what they held.
 //!
 //! Plain channels cross the network in the clear, so an attacker can change, drop, duplicate or
-//! inject their bytes. The sender records every piece it sends (offset, length, BLAKE3 of the
-//! bytes) and sends the ledger's digest over TLS; the receiver records every piece it receives
-//! and compares before committing. Pieces may arrive in any order on any channel (the dynamic
-//! scheduler decides at run time), so the digest is taken over the entries sorted by offset:
-//! independent of arrival order, but bound to every byte and its position.
+//! inject their bytes. The sender records every unit of cleartext it sends (offset, length, and
+//! the unit's keyed AES-GMAC tag, computed by the transport's `mac.rs` and recorded with
+//! [`Ledger::record_hashed`]) and sends the ledger's digest over TLS; the receiver records every
+//! unit it receives the same way and compares before committing. Pieces may arrive in any order
+//! on any channel (the dynamic scheduler decides at run time), so the digest is taken over the
+//! entries sorted by offset: independent of arrival order, but bound to every byte and its
+//! position. (The ledger folds the entries with BLAKE3; [`Ledger::record`], which hashes a
+//! piece's bytes with BLAKE3 itself, serves callers without a key, such as tests.)
 //!
 //! The same ledger, without hashing, proves a secure stream complete: no gap, no overlap.
 

@@ -6,9 +6,9 @@ use sieve_core::batch::BatchSplit;
 use sieve_core::frame::{self, FrameError, FrameType, Limits, HEADER_LEN};
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::message::{
-    Ack, AckStatus, Bye, Data, DataRef, Doc, DocEnd, Error, Hello, Join, JoinOk, Message,
-    MessageError, Mode, Session, DATA_HEADER_LEN, MAX_ADDR_LEN, MAX_MARK_LEN, MAX_NAME_LEN,
-    MAX_TEXT_LEN,
+    bucket_len, Ack, AckStatus, Bye, Data, DataRef, Doc, DocCancel, DocEnd, Error, Hello, Join,
+    JoinOk, Message, MessageError, Mode, Session, DATA_HEADER_LEN, MAX_ADDR_LEN, MAX_MARK_LEN,
+    MAX_NAME_LEN, MAX_TEXT_LEN,
 };
 use sieve_core::split::Split;
 
@@ -64,6 +64,8 @@ fn status() -> impl Strategy<Value = AckStatus> {
         Just(AckStatus::StoreError),
         Just(AckStatus::ProtocolError),
         Just(AckStatus::Refused),
+        Just(AckStatus::Exists),
+        Just(AckStatus::Cancelled),
     ]
 }
 
@@ -142,13 +144,19 @@ fn doc() -> impl Strategy<Value = Doc> {
         text(MAX_NAME_LEN),
         layout(),
         prop::option::of((mark(), mark())),
+        prop_oneof![3 => Just(0u32), 1 => 0..2000u32],
     )
-        .prop_map(|(doc, name, layout, marks)| Doc {
+        .prop_map(|(doc, name, layout, marks, padding)| Doc {
             doc,
             name,
             layout,
             marks,
+            padding,
         })
+}
+
+fn doc_cancel() -> impl Strategy<Value = DocCancel> {
+    (any::<u32>(), text(MAX_TEXT_LEN)).prop_map(|(doc, reason)| DocCancel { doc, reason })
 }
 
 fn data() -> impl Strategy<Value = Data> {
@@ -209,6 +217,7 @@ fn message() -> impl Strategy<Value = Message> {
         doc().prop_map(Message::from),
         data().prop_map(Message::from),
         doc_end().prop_map(Message::from),
+        doc_cancel().prop_map(Message::from),
         ack().prop_map(Message::from),
         Just(Message::Bye(Bye {})),
         error().prop_map(Message::from),
@@ -274,6 +283,21 @@ proptest! {
         let mut written = Data::encode_header(d.doc, d.offset, d.payload.len()).to_vec();
         written.extend_from_slice(&d.payload);
         prop_assert_eq!(written, bytes);
+    }
+
+    /// A padded manifest's payload is exactly its bucket (or the frame limit, when the bucket
+    /// would not fit and the manifest does), still round-trips, and manifests of any number of
+    /// segments in the same bucket cannot be told apart by length.
+    #[test]
+    fn padded_manifests_fill_their_bucket(mut d in doc(), limit in prop_oneof![Just(16u32 << 20), 64u32..5000]) {
+        d.padding = 0;
+        let base = d.encoded_len() - HEADER_LEN;
+        d.pad_to_bucket(limit);
+        let len = d.encoded_len() - HEADER_LEN;
+        let want = bucket_len(base).min(limit as usize).max(base);
+        prop_assert_eq!(len, want);
+        prop_assert!(len == base || len >= 512.min(limit as usize));
+        prop_assert_eq!(through_the_wire(&Message::Doc(d.clone())), Message::Doc(d));
     }
 
     #[test]
@@ -450,7 +474,7 @@ fn doc_claiming_2_pow_32_segments_is_refused_without_allocating() {
 
 #[test]
 fn doc_segment_cap_applies_before_reading_lengths() {
-    let p = doc_claiming(3, &[1, 2, 3, 0]);
+    let p = doc_claiming(3, &[1, 2, 3, 0, 0, 0, 0, 0]);
     assert_eq!(
         Doc::parse(&p).unwrap().layout,
         Layout {
@@ -493,6 +517,7 @@ fn empty_layout_is_legal() {
         name: "empty".into(),
         layout: Layout::empty(),
         marks: None,
+        padding: 0,
     };
     assert_eq!(through_the_wire(&Message::Doc(d.clone())), Message::Doc(d));
 }
@@ -576,5 +601,5 @@ fn data_header_is_header_plus_prefix() {
 #[test]
 fn frame_types_are_stable() {
     let codes: Vec<u8> = FrameType::ALL.iter().map(|t| t.code()).collect();
-    assert_eq!(codes, (1..=10).collect::<Vec<u8>>());
+    assert_eq!(codes, (1..=11).collect::<Vec<u8>>());
 }

@@ -287,6 +287,7 @@ fn run(
             name: "doc".into(),
             layout,
             marks: None,
+            padding: 0,
         })
         .unwrap();
     w.drain();
@@ -359,6 +360,7 @@ fn a_frame_after_the_closing_one_is_refused_not_written() {
         name: "doc".into(),
         layout,
         marks: None,
+        padding: 0,
     })
     .unwrap();
     let now = Instant::now();
@@ -431,6 +433,7 @@ fn manifests_are_charged_and_refused_beyond_the_share() {
         name: "big".into(),
         layout: big,
         marks: None,
+        padding: 0,
     })
     .unwrap();
     let Some(Action::Ack { ack: a, .. }) = s.poll_action() else {
@@ -449,6 +452,7 @@ fn manifests_are_charged_and_refused_beyond_the_share() {
         name: "small".into(),
         layout: small,
         marks: None,
+        padding: 0,
     })
     .unwrap();
     let held = s.memory_held();
@@ -488,6 +492,7 @@ fn ledgers_cannot_grow_without_bound() {
         name: "d".into(),
         layout: Layout::whole(Kind::Plain, 1 << 20),
         marks: None,
+        padding: 0,
     })
     .unwrap();
     let now = Instant::now();
@@ -521,6 +526,7 @@ fn protocol_errors_end_the_session() {
         name: name.into(),
         layout: Layout::whole(Kind::Plain, 4),
         marks: None,
+        padding: 0,
     };
     s.manifest(doc(0, "a")).unwrap();
     assert_eq!(s.manifest(doc(0, "a")), Err(ProtocolError::Announced(0)));
@@ -578,6 +584,7 @@ fn secure_only_sessions_and_joins() {
         name: "x".into(),
         layout: Layout::whole(Kind::Plain, 3),
         marks: None,
+        padding: 0,
     })
     .unwrap();
     assert!(

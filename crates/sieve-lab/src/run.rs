@@ -100,7 +100,10 @@ impl Receiver {
             .args(extra)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1");
-        if !write {
+        if write {
+            // Every round sends the same documents again.
+            cmd.arg("--overwrite");
+        } else {
             cmd.arg("--discard");
         }
         // Stdio last: wrappers (namespaces, cgroups) build new commands and cannot carry it over.
@@ -240,6 +243,8 @@ impl Send {
                 self.batch_split,
             ])
             .args(["-n", &self.n.to_string(), "-m", &self.m.to_string()])
+            // The thesis's splits show the layout by design; the lab measures them knowingly.
+            .arg("--quiet-layout-warning")
             .args(if THESIS_SUITES.contains(&self.cipher) {
                 ["--insecure-thesis-suite", self.cipher]
             } else {

@@ -20,6 +20,19 @@ use sieve_core::Kind;
 /// A unit's stream offset, length and tag.
 pub type Tag = (u64, u64, [u8; 32]);
 
+/// Why cleartext could not be tagged.
+#[derive(Debug, thiserror::Error)]
+pub enum MacError {
+    /// The frame reaches beyond the document's plain stream.
+    #[error(transparent)]
+    OutOfStream(#[from] OutOfStream),
+    /// The cipher refused to seal. Sealing an empty plaintext does not fail in practice; if it
+    /// ever did, a made-up tag would be worse than none: an all-zero tag is the same for any
+    /// bytes, so two ends that both failed would agree on altered cleartext.
+    #[error("cannot compute the MAC of the cleartext at offset {offset} of document {doc}")]
+    Seal { doc: u32, offset: u64 },
+}
+
 /// Most bytes one tag covers: units never cross a multiple of this in the plain stream.
 pub const MAC_BLOCK: u64 = 256 << 10;
 
@@ -74,33 +87,50 @@ impl PlainMac {
         doc: u32,
         offset: u64,
         bytes: &[u8],
-    ) -> Result<Vec<Tag>, OutOfStream> {
+    ) -> Result<Vec<Tag>, MacError> {
         let mut tags = Vec::new();
+        let mut failed = None;
         units(streams, offset, bytes.len() as u64, |within, n| {
             let at = offset + within;
             let unit = &bytes[within as usize..(within + n) as usize];
-            tags.push((at, n, self.tag(doc, at, unit)));
+            match self.tag(doc, at, unit) {
+                Ok(t) => tags.push((at, n, t)),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
         })?;
-        Ok(tags)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(tags),
+        }
     }
 
     /// The tag of the unit of `doc` at plain-stream `offset`, widened for the ledger.
-    pub fn tag(&self, doc: u32, offset: u64, bytes: &[u8]) -> [u8; 32] {
+    pub fn tag(&self, doc: u32, offset: u64, bytes: &[u8]) -> Result<[u8; 32], MacError> {
         let mut n = [0u8; 12];
         n[..4].copy_from_slice(&doc.to_be_bytes());
         n[4..].copy_from_slice(&offset.to_be_bytes());
-        let mut out = [0u8; 32];
-        // Sealing an empty plaintext cannot fail; if it ever did, a zero tag would simply not
-        // match the sender's and the document would fail its integrity check.
-        if let Ok(t) = self.0.seal_in_place_separate_tag(
+        let sealed = self.0.seal_in_place_separate_tag(
             Nonce::assume_unique_for_key(n),
             Aad::from(bytes),
             &mut [],
-        ) {
-            out[..16].copy_from_slice(t.as_ref());
-        }
-        out
+        );
+        widen(
+            sealed.as_ref().map(|t| t.as_ref()).map_err(|_| ()),
+            doc,
+            offset,
+        )
     }
+}
+
+/// A sealed tag widened to the ledger's 32 bytes, or the error that sealing failed (never a
+/// tag made up in its place).
+fn widen(sealed: Result<&[u8], ()>, doc: u32, offset: u64) -> Result<[u8; 32], MacError> {
+    let t = sealed.map_err(|()| MacError::Seal { doc, offset })?;
+    let mut out = [0u8; 32];
+    out[..t.len().min(32)].copy_from_slice(&t[..t.len().min(32)]);
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -135,14 +165,26 @@ mod tests {
     }
 
     #[test]
+    fn a_sealing_failure_is_an_error_not_a_tag() {
+        assert!(matches!(
+            widen(Err(()), 3, 99),
+            Err(MacError::Seal { doc: 3, offset: 99 })
+        ));
+        let t = widen(Ok(&[7u8; 16]), 0, 0).unwrap();
+        assert_eq!((&t[..16], &t[16..]), (&[7u8; 16][..], &[0u8; 16][..]));
+    }
+
+    #[test]
     fn tags_bind_key_bytes_and_position() {
         let a = PlainMac::derive(&[1; 32], &[2; 16]);
         let b = PlainMac::derive(&[1; 32], &[3; 16]);
-        let t = a.tag(0, 0, b"hello");
-        assert_eq!(t, a.tag(0, 0, b"hello"));
-        assert_ne!(t, a.tag(0, 0, b"hellp"));
-        assert_ne!(t, a.tag(0, 1, b"hello"));
-        assert_ne!(t, a.tag(1, 0, b"hello"));
-        assert_ne!(t, b.tag(0, 0, b"hello"));
+        let tag = |m: &PlainMac, doc, off, b: &[u8]| m.tag(doc, off, b).unwrap();
+        let t = tag(&a, 0, 0, b"hello");
+        assert_ne!(t, [0; 32]);
+        assert_eq!(t, tag(&a, 0, 0, b"hello"));
+        assert_ne!(t, tag(&a, 0, 0, b"hellp"));
+        assert_ne!(t, tag(&a, 0, 1, b"hello"));
+        assert_ne!(t, tag(&a, 1, 0, b"hello"));
+        assert_ne!(t, tag(&b, 0, 0, b"hello"));
     }
 }

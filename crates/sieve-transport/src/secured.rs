@@ -21,9 +21,10 @@ pub struct Secured {
     pub cipher: String,
     /// Whether the handshake resumed an earlier session.
     pub resumed: bool,
-    /// Under mutual TLS, the client certificate's identity for logs: its subject's common
-    /// name when it has one, and a short fingerprint of the certificate.
+    /// Under mutual TLS, the client certificate's identity for logs (see [`client_identity`]).
     pub client: Option<String>,
+    /// The peer's certificate (DER), when it presented one: a client under mutual TLS.
+    pub peer_cert: Option<Vec<u8>>,
 }
 
 impl Secured {
@@ -37,12 +38,13 @@ impl Secured {
     pub fn from_server(tls: tokio_rustls::server::TlsStream<TcpStream>) -> Result<Secured> {
         let conn = tls.get_ref().1;
         let (exporter, cipher, resumed) = negotiated(&**conn)?;
-        let client = conn
+        let peer_cert = conn
             .peer_certificates()
             .and_then(|c| c.first())
-            .map(|der| client_identity(der.as_ref()));
+            .map(|c| c.as_ref().to_vec());
         let mut s = Secured::new(tls, exporter, cipher, resumed);
-        s.client = client;
+        s.client = peer_cert.as_deref().map(client_identity);
+        s.peer_cert = peer_cert;
         Ok(s)
     }
 
@@ -59,6 +61,7 @@ impl Secured {
             cipher,
             resumed,
             client: None,
+            peer_cert: None,
         }
     }
 }

@@ -29,6 +29,70 @@ impl SendQueues {
             .map(|all| all.iter().filter_map(|fd| unacknowledged(fd.as_fd())).sum())
             .unwrap_or(0)
     }
+
+    /// For each watched socket, how many bytes its peer will have acknowledged once everything
+    /// written to it so far has arrived: the acknowledged bytes plus those still queued. A mark
+    /// for [`SendQueues::delivered`].
+    ///
+    /// Why it matters: `sendfile(2)` queues references to the file's pages, not copies, so a byte
+    /// still queued goes out as the page holds it when it is transmitted. A sender that must not
+    /// let a change to a file reach the wire waits until the bytes queued before the change are
+    /// acknowledged (see `crate::change`).
+    pub fn written(&self) -> Vec<Option<u64>> {
+        self.0
+            .lock()
+            .map(|all| {
+                all.iter()
+                    .map(|fd| {
+                        let fd = fd.as_fd();
+                        Some(acknowledged(fd)? + unacknowledged(fd)?)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether the peer of every socket of `mark` ([`SendQueues::written`]) has acknowledged
+    /// that many bytes. Sockets whose counts cannot be read are taken as delivered.
+    pub fn delivered(&self, mark: &[Option<u64>]) -> bool {
+        let Ok(all) = self.0.lock() else {
+            return true;
+        };
+        all.iter()
+            .zip(mark)
+            .all(|(fd, m)| match (m, acknowledged(fd.as_fd())) {
+                (Some(m), Some(a)) => a >= *m,
+                _ => true,
+            })
+    }
+}
+
+/// Bytes of a TCP socket its peer has acknowledged (`tcpi_bytes_acked`, Linux 4.1 and later).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn acknowledged(fd: BorrowedFd<'_>) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `info` is a properly aligned, writable `tcp_info` that lives across the call, and
+    // `len` says its size; the kernel writes at most `len` bytes into it and sets `len` to what
+    // it wrote. A zeroed `tcp_info` is a valid value (integers only), so fields the kernel does
+    // not fill stay 0, and `len` is checked to cover `tcpi_bytes_acked` before it is read.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    let needed = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
+    (r == 0 && len as usize >= needed).then_some(info.tcpi_bytes_acked)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn acknowledged(_fd: BorrowedFd<'_>) -> Option<u64> {
+    None
 }
 
 #[cfg(target_os = "linux")]
@@ -89,5 +153,47 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert_eq!(q.pending(), 0);
+    }
+
+    /// A mark taken while bytes are queued is delivered only once the peer has read them, and
+    /// bytes written after the mark do not hold it back.
+    #[test]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn a_mark_is_delivered_when_the_bytes_before_it_are() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut tx = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut rx, _) = listener.accept().unwrap();
+        let q = SendQueues::default();
+        q.watch(&tx);
+        tx.set_nonblocking(true).unwrap();
+        let chunk = vec![7u8; 1 << 16];
+        let mut written = 0u64;
+        loop {
+            match tx.write(&chunk) {
+                Ok(n) => written += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("write: {e}"),
+            }
+        }
+        let mark = q.written();
+        // The kernel counts the SYN among the acknowledged bytes.
+        let m = mark[0].unwrap();
+        assert!(
+            m == written || m == written + 1,
+            "{m} for {written} written"
+        );
+        assert!(!q.delivered(&mark));
+        let mut sink = vec![0u8; 1 << 20];
+        let mut read = 0u64;
+        while read < written {
+            read += std::io::Read::read(&mut rx, &mut sink).unwrap() as u64;
+        }
+        // More bytes after the mark, never read: the mark is still delivered.
+        let _ = tx.write(&chunk);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !q.delivered(&mark) {
+            assert!(std::time::Instant::now() < deadline, "never delivered");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 }

@@ -15,11 +15,15 @@
 //! runs end would show an observer of the plain channels where the classified parts sat.
 //! `--no-mmap` (or an empty or unmappable file) falls back to positional reads into a buffer,
 //! with the same frames.
+//!
+//! Every document's file is watched from the moment it is opened ([`crate::change`]): a
+//! document whose file changes before its last byte is sent is cancelled, not vouched for.
 
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use memmap2::{Advice, Mmap, UncheckedAdvice};
@@ -27,6 +31,8 @@ use sieve_core::marks::{Collector, Event, Extent, MarkConfig, MarkError, MarkPar
 use sieve_core::marks_parallel::parse_parallel_releasing;
 use sieve_core::sieve::Placement;
 use sieve_core::{ranges_file, Kind, Layout};
+
+use crate::change::{Leases, Watched};
 
 /// Mapped pages are released from a multiple of this (the largest page-cache folio; see
 /// `release`).
@@ -42,8 +48,21 @@ pub enum Classify {
     All,
     /// Inline marks.
     Marks(MarkConfig),
-    /// A JSON ranges file over the raw bytes.
+    /// A JSON ranges file over the raw bytes (of one document).
     RangesFile(PathBuf),
+    /// A JSON ranges file beside each document: `FILE.ranges.json` (see [`ranges_beside`]).
+    RangesBeside,
+}
+
+/// The ranges file that [`Classify::RangesBeside`] reads for `path`: `path` with
+/// `.ranges.json` appended to its name.
+pub fn ranges_beside(path: &Path) -> PathBuf {
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(".ranges.json");
+    path.with_file_name(name)
 }
 
 /// One frame's payload, as [`Source::frame`] cuts it.
@@ -60,12 +79,14 @@ pub type Slice<'a> = (u64, &'a [u8]);
 #[derive(Debug)]
 pub struct Source {
     pub path: PathBuf,
-    /// The base name the receiver will store it under.
+    /// The name the receiver will store it under: a base name, or a relative path beneath the
+    /// receiver's folder (`sieve send -r`).
     pub name: String,
     pub layout: Layout,
     /// Mark strings the receiver puts back around classified segments, if any.
     pub marks: Option<(Vec<u8>, Vec<u8>)>,
-    file: File,
+    /// The open file, watched for changes.
+    watch: Arc<Watched>,
     /// The whole file, mapped read-only, when mapping is enabled and possible.
     map: Option<Mmap>,
     /// Content as runs of the file, with the content offset where each run starts.
@@ -78,34 +99,44 @@ pub struct Source {
 }
 
 impl Source {
-    /// Open and sieve `path`, mapping it into memory if `mmap` (see the module documentation).
-    pub fn prepare(path: &Path, how: &Classify, mmap: bool) -> Result<Source> {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .with_context(|| format!("{} has no usable file name", path.display()))?
-            .to_string();
-        let mut file =
-            File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        let len = file
-            .metadata()
-            .with_context(|| format!("cannot stat {}", path.display()))?
-            .len();
+    /// Open and sieve `path`, to be stored as `name`, mapping it into memory if `mmap` (see the
+    /// module documentation). The file is watched for changes from here on, with a read lease
+    /// through `leases` where the system grants one.
+    pub fn prepare(
+        path: &Path,
+        name: &str,
+        how: &Classify,
+        mmap: bool,
+        leases: Option<&Leases>,
+    ) -> Result<Source> {
+        let watch = Watched::open(path, leases)?;
+        let len = watch.len();
         let map = if mmap && len > 0 {
-            map_file(&file)
+            map_file(watch.file())
         } else {
             None
         };
         let whole = || vec![Extent { raw: 0, len }];
+        let ranges = |rf: &Path, beside: bool| -> Result<Layout> {
+            let json = std::fs::read(rf).with_context(|| {
+                if beside {
+                    format!(
+                        "cannot read the ranges file {} (--ranges-beside reads FILE.ranges.json \
+                         next to each FILE)",
+                        rf.display()
+                    )
+                } else {
+                    format!("cannot read the ranges file {}", rf.display())
+                }
+            })?;
+            let ranges =
+                ranges_file::parse(&json, len).with_context(|| format!("in {}", rf.display()))?;
+            Ok(Layout::from_ranges(len, ranges.as_slice()))
+        };
         let (layout, extents, marks) = match how {
             Classify::All => (Layout::whole(Kind::Secure, len), whole(), None),
-            Classify::RangesFile(rf) => {
-                let json = std::fs::read(rf)
-                    .with_context(|| format!("cannot read the ranges file {}", rf.display()))?;
-                let ranges = ranges_file::parse(&json, len)
-                    .with_context(|| format!("in {}", rf.display()))?;
-                (Layout::from_ranges(len, ranges.as_slice()), whole(), None)
-            }
+            Classify::RangesFile(rf) => (ranges(rf, false)?, whole(), None),
+            Classify::RangesBeside => (ranges(&ranges_beside(path), true)?, whole(), None),
             Classify::Marks(cfg) => {
                 let parsed = match &map {
                     Some(m) => {
@@ -114,7 +145,7 @@ impl Source {
                             release(m, r)
                         })
                     }
-                    None => parse_by_reading(&mut file, cfg, path)?,
+                    None => parse_by_reading(watch.file(), cfg, path)?,
                 }
                 .with_context(|| format!("{} is not correctly marked", path.display()))?;
                 let marks = (!cfg.strip).then(|| (cfg.start.clone(), cfg.end.clone()));
@@ -139,10 +170,10 @@ impl Source {
             .with_context(|| format!("{} cannot be described", path.display()))?;
         Ok(Source {
             path: path.to_path_buf(),
-            name,
+            name: name.to_string(),
             layout,
             marks,
-            file,
+            watch,
             map,
             extents,
             content_starts,
@@ -266,7 +297,18 @@ impl Source {
 
     /// The open file (for `sendfile`).
     pub fn file(&self) -> &File {
-        &self.file
+        self.watch.file()
+    }
+
+    /// The watch on the file's changes ([`crate::change`]).
+    pub fn watch(&self) -> &Watched {
+        &self.watch
+    }
+
+    /// Whether the document has no classified byte although it has content (in sieve mode it
+    /// would travel entirely in the clear).
+    pub fn unclassified(&self) -> bool {
+        self.layout.content_len() > 0 && self.stream_len(Kind::Secure) == 0
     }
 
     /// Read `buf.len()` bytes of the `kind` stream starting at `offset`.
@@ -302,7 +344,7 @@ impl Source {
             let within = content - self.content_starts[i];
             let n = ((e.len - within) as usize).min(buf.len());
             let (head, tail) = buf.split_at_mut(n);
-            self.file
+            self.file()
                 .read_exact_at(head, e.raw + within)
                 .with_context(|| {
                     format!(
@@ -320,7 +362,7 @@ impl Source {
 
 /// Parse the marks of `file` through a buffer, for files that are not mapped.
 fn parse_by_reading(
-    file: &mut File,
+    mut file: &File,
     cfg: &MarkConfig,
     path: &Path,
 ) -> Result<std::result::Result<ParsedMarks, MarkError>> {
@@ -377,11 +419,20 @@ fn release(map: &Mmap, range: std::ops::Range<usize>) {
 fn map_file(file: &File) -> Option<Mmap> {
     // SAFETY: `Mmap::map` is unsafe because Rust assumes the bytes behind a `&[u8]` never change,
     // and another process may write or truncate the file while it is mapped. The mapping is
-    // read-only and private, and nothing in this process writes the file. A concurrent writer
-    // would make us send a mix of old and new bytes (as `read` would) and a concurrent truncation
-    // raises SIGBUS on the next access; both are outside the sender's contract that a document
-    // does not change while it is being sent, the contract every tool that maps its input (e.g.
-    // ripgrep) states. `--no-mmap` avoids the mapping entirely for files that may change.
+    // read-only and *shared* (`MAP_SHARED`, `PROT_READ`): it shows the page cache, so another
+    // process's writes appear in it, and nothing in this process writes the file. What that
+    // costs, and why it is still sound for the bytes we read:
+    // - a concurrent write changes bytes we have not read yet. We only ever copy the bytes out
+    //   (to a socket, a MAC, a buffer) and never rely on two reads agreeing, so the worst outcome
+    //   is a mix of old and new bytes, as `read` would give; `crate::change` notices the change
+    //   (before it happens, with a read lease) and the document is cancelled, not vouched for;
+    // - a truncation makes the next access to a page past the new end raise SIGBUS. With a read
+    //   lease the truncation waits until no frame is reading the file and the document is
+    //   marked changed, so no access follows; without one (another user's file, a file already
+    //   open for writing) it remains possible, which is why the sender's contract is that a
+    //   document does not change while it is sent, as for every tool that maps its input (e.g.
+    //   ripgrep). `--no-mmap` turns that SIGBUS into a read error; it does not make a changing
+    //   file safe to send.
     let map = unsafe { Mmap::map(file) }.ok()?;
     // Advisory only: a failure changes nothing but read-ahead.
     let _ = map.advise(Advice::Sequential);
@@ -401,7 +452,7 @@ mod tests {
             strip: true,
             ..MarkConfig::default()
         };
-        let s = Source::prepare(&p, &Classify::Marks(strip), false).unwrap();
+        let s = Source::prepare(&p, "doc.txt", &Classify::Marks(strip), false, None).unwrap();
         let mut plain = vec![0; s.stream_len(Kind::Plain) as usize];
         s.read(Kind::Plain, 0, &mut plain).unwrap();
         assert_eq!(plain, b"abe<$S>f");
@@ -409,7 +460,14 @@ mod tests {
         s.read(Kind::Secure, 1, &mut sec).unwrap();
         assert_eq!(sec, b"dgh");
         assert!(s.marks.is_none());
-        let s = Source::prepare(&p, &Classify::Marks(MarkConfig::default()), false).unwrap();
+        let s = Source::prepare(
+            &p,
+            "doc.txt",
+            &Classify::Marks(MarkConfig::default()),
+            false,
+            None,
+        )
+        .unwrap();
         assert_eq!(s.output_len(), 29);
         let mut plain = vec![0; s.stream_len(Kind::Plain) as usize];
         s.read(Kind::Plain, 0, &mut plain).unwrap();
@@ -432,9 +490,9 @@ mod tests {
                 strip,
                 ..MarkConfig::default()
             });
-            let mapped = Source::prepare(&p, &how, true).unwrap();
+            let mapped = Source::prepare(&p, "doc.txt", &how, true, None).unwrap();
             assert!(mapped.map.is_some());
-            let read = Source::prepare(&p, &how, false).unwrap();
+            let read = Source::prepare(&p, "doc.txt", &how, false, None).unwrap();
             for kind in [Kind::Plain, Kind::Secure] {
                 let len = read.stream_len(kind);
                 let mut want = vec![0; len as usize];
@@ -516,7 +574,7 @@ mod tests {
             f.write_all(&block).unwrap();
         }
         drop(f);
-        let s = Source::prepare(&p, &Classify::All, true).unwrap();
+        let s = Source::prepare(&p, "fresh.bin", &Classify::All, true, None).unwrap();
         let map = s.map.as_ref().unwrap();
         let addr = map.as_ptr() as usize;
         let mut sum = 0u64;
@@ -561,7 +619,14 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("bad.txt");
         std::fs::write(&p, b"0123<$S>").unwrap();
-        let e = Source::prepare(&p, &Classify::Marks(MarkConfig::default()), true).unwrap_err();
+        let e = Source::prepare(
+            &p,
+            "bad.txt",
+            &Classify::Marks(MarkConfig::default()),
+            true,
+            None,
+        )
+        .unwrap_err();
         assert!(format!("{e:#}").contains("byte 4"), "{e:#}");
     }
 }

@@ -597,6 +597,7 @@ async fn joining_needs_the_exported_token() {
             name: "joined.txt".into(),
             layout,
             marks,
+            padding: 0,
         }
         .encode(o)
     })
@@ -741,7 +742,12 @@ async fn hostile_file_names_are_refused() {
     let rx = TestReceiver::start().await;
     let hostile = [
         "../evil",
-        "a/b",
+        "a/../../evil",
+        "a//b",
+        "a/",
+        "a/./b",
+        ".bashrc",
+        "a/.ssh/authorized_keys",
         "/etc/sieve-evil",
         "x\0y",
         "..",
@@ -762,6 +768,7 @@ async fn hostile_file_names_are_refused() {
             name: name.to_string(),
             layout: Layout::whole(Kind::Secure, 4),
             marks: None,
+            padding: 0,
         };
         s.send(|o| doc.encode(o)).await.unwrap();
         match s.next(ANSWER).await.unwrap() {
@@ -797,6 +804,7 @@ async fn hostile_file_names_are_refused() {
             name: "fine.txt".into(),
             layout: Layout::whole(Kind::Secure, 4),
             marks: None,
+            padding: 0,
         }
         .encode(o)
     })

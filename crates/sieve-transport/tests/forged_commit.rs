@@ -43,6 +43,7 @@ async fn a_forged_frame_behind_the_closing_one_is_never_committed() {
             name: "forged.txt".into(),
             layout: layout.clone(),
             marks: None,
+            padding: 0,
         }
         .encode(o)
     })

@@ -142,7 +142,10 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 async fn run(rounds_or_secs: impl Fn(u64, Instant) -> bool, senders: u64, docs: u64) {
-    let rx = Arc::new(TestReceiver::start_with(fast_tempdir(), |_| {}).await);
+    // Every sender shares 127.0.0.1: allow each of them its session.
+    let rx = Arc::new(
+        TestReceiver::start_with(fast_tempdir(), |c| c.limits.max_sessions_per_client = 64).await,
+    );
     let base = Arc::new(filler(99, 400_000));
     let (rss0, fd0) = (rss(), fd_count());
     let stop = Arc::new(AtomicBool::new(false));

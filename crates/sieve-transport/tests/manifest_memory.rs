@@ -43,6 +43,7 @@ fn manifest(doc: u32, segments: usize) -> Vec<u8> {
     payload.extend_from_slice(b"<$S>");
     payload.push(4);
     payload.extend_from_slice(b"<$E>");
+    payload.extend_from_slice(&0u32.to_be_bytes()); // no padding
     let mut frame = Vec::with_capacity(payload.len() + 8);
     sieve_core::frame::encode(sieve_core::frame::FrameType::Doc, &payload, &mut frame);
     frame
@@ -59,6 +60,7 @@ fn the_hand_encoded_manifest_is_a_doc_frame() {
             lens: vec![1; 300],
         },
         marks: Some((b"<$S>".to_vec(), b"<$E>".to_vec())),
+        padding: 0,
     }
     .encode(&mut expected);
     assert_eq!(manifest(3, 300), expected);

@@ -23,6 +23,11 @@ pub enum AckStatus {
     ProtocolError = 3,
     /// The receiver will not take it (name, size, policy).
     Refused = 4,
+    /// A file of that name exists on the receiver, which does not replace files (unless it was
+    /// started with `--overwrite`): nothing was written.
+    Exists = 5,
+    /// The sender cancelled it ([`super::DocCancel`]): its temporary file was removed.
+    Cancelled = 6,
 }
 
 impl AckStatus {
@@ -39,6 +44,8 @@ impl AckStatus {
             2 => Some(AckStatus::StoreError),
             3 => Some(AckStatus::ProtocolError),
             4 => Some(AckStatus::Refused),
+            5 => Some(AckStatus::Exists),
+            6 => Some(AckStatus::Cancelled),
             _ => None,
         }
     }

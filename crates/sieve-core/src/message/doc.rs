@@ -9,9 +9,16 @@
 //! The layout travels only inside TLS: an observer of the plain channels sees the cleartext but
 //! not where the classified pieces sat or how long they were.
 //!
+//! TLS hides the manifest's bytes but not its length, and the length grows with the number of
+//! segments: an observer could count a document's classified parts from the size of the TLS
+//! record that carried its manifest. A sender therefore pads every manifest to a size bucket
+//! ([`Doc::pad_to_bucket`]: the next power of two, at least [`MIN_DOC_BUCKET`] bytes), so the
+//! record shows only the order of magnitude of the manifest.
+//!
 //! Payload: `doc` u32, `name` (varint length, UTF-8), first kind u8, varint segment count, varint
 //! segment lengths, marks flag u8 (0 none, 1 present), then if present start and end mark (each
-//! varint length and bytes).
+//! varint length and bytes), then `padding` u32 and that many zero bytes (any other byte is an
+//! error, so the encoding stays canonical).
 
 use super::wire::{kind_code, put_bytes, put_varint, varint_len, Reader};
 use super::{write_frame, MessageError, MAX_MARK_LEN, MAX_NAME_LEN};
@@ -19,6 +26,18 @@ use crate::frame::{FrameType, HEADER_LEN};
 use crate::layout::Layout;
 
 const MSG: &str = "Doc";
+
+/// Smallest size bucket of a padded manifest's payload, in bytes: a manifest of a few segments
+/// and a short name is a little over 20 bytes, so every ordinary document looks the same.
+pub const MIN_DOC_BUCKET: usize = 512;
+
+/// The bucket a manifest payload of `len` bytes is padded to: the next power of two, at least
+/// [`MIN_DOC_BUCKET`].
+pub fn bucket_len(len: usize) -> usize {
+    len.max(MIN_DOC_BUCKET)
+        .checked_next_power_of_two()
+        .unwrap_or(usize::MAX)
+}
 
 /// A document manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +54,9 @@ pub struct Doc {
     /// every secure segment, so the output equals the input byte for byte; `None` to write the
     /// content without marks.
     pub marks: Option<(Vec<u8>, Vec<u8>)>,
+    /// Zero bytes appended to the payload so that its length does not tell the number of
+    /// segments (see [`Doc::pad_to_bucket`]); `0` for none.
+    pub padding: u32,
 }
 
 impl Doc {
@@ -59,7 +81,21 @@ impl Doc {
                     put_bytes(out, end);
                 }
             }
+            out.extend_from_slice(&self.padding.to_be_bytes());
+            out.resize(out.len() + self.padding as usize, 0);
         });
+    }
+
+    /// Set [`Doc::padding`] so that the payload is [`bucket_len`] of its unpadded length,
+    /// without exceeding `max_payload` (the peer's frame limit): a manifest larger than the
+    /// largest bucket that fits is padded up to the limit, and one already above it is left as
+    /// it is (and will be refused for its size).
+    pub fn pad_to_bucket(&mut self, max_payload: u32) {
+        self.padding = 0;
+        let base = self.encoded_len() - HEADER_LEN;
+        let limit = usize::try_from(max_payload).unwrap_or(usize::MAX);
+        let target = bucket_len(base).min(limit).max(base);
+        self.padding = u32::try_from(target - base).unwrap_or(0);
     }
 
     /// Bytes [`Doc::encode`] appends (header included), without encoding: a sender compares
@@ -79,6 +115,8 @@ impl Doc {
             + varint_len(self.layout.lens.len() as u64)
             + lens
             + marks
+            + 4
+            + self.padding as usize
     }
 
     /// Check what [`Doc::parse`] would check, on the sending side, before encoding.
@@ -149,12 +187,17 @@ impl Doc {
             }
             other => return Err(r.unknown("marks", other)),
         };
+        let padding = r.u32("padding")?;
+        if r.take(padding as usize, "padding")?.iter().any(|&b| b != 0) {
+            return Err(MessageError::NonZeroPadding { msg: MSG });
+        }
         r.finish()?;
         Ok(Doc {
             doc,
             name,
             layout: Layout { first, lens },
             marks,
+            padding,
         })
     }
 }
@@ -192,6 +235,7 @@ mod tests {
                 lens: vec![2, 0, 1 << 40],
             },
             marks: Some((b"<$S>".to_vec(), b"<$E>".to_vec())),
+            padding: 3,
         };
         d.validate().unwrap();
         assert_eq!(Doc::parse(&payload(&d)).unwrap(), d);
@@ -200,8 +244,11 @@ mod tests {
 
     #[test]
     fn huge_segment_count_in_tiny_payload_is_refused_before_allocating() {
-        // doc, empty name, first = plain, count = 2^32 (varint 80 80 80 80 10), marks = none.
-        let p = [0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0];
+        // doc, empty name, first = plain, count = 2^32 (varint 80 80 80 80 10), marks = none,
+        // no padding.
+        let p = [
+            0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0, 0, 0,
+        ];
         let e = Doc::parse(&p).unwrap_err();
         assert!(
             matches!(e, MessageError::Truncated { field: "segments", need, .. } if need == 1 << 32)
@@ -215,6 +262,7 @@ mod tests {
             name: String::new(),
             layout: Layout::whole(Kind::Secure, 5),
             marks: None,
+            padding: 0,
         };
         let p = payload(&d);
         assert!(Doc::parse_with_max_segments(&p, 1).is_ok());
@@ -238,6 +286,7 @@ mod tests {
                 lens: vec![u64::MAX, 1],
             },
             marks: None,
+            padding: 0,
         };
         assert_eq!(d.validate(), Err(MessageError::LayoutOverflow { msg: MSG }));
         assert_eq!(
@@ -255,5 +304,48 @@ mod tests {
             assert!(matches!(d.validate(), Err(MessageError::BadMarkLen { .. })));
             assert!(Doc::parse(&payload(&d)).is_err());
         }
+    }
+
+    #[test]
+    fn padding_hides_the_segment_count_and_must_be_zeros() {
+        let doc = |segments: usize| Doc {
+            doc: 1,
+            name: "report.txt".into(),
+            layout: Layout {
+                first: Kind::Plain,
+                lens: vec![1000; segments],
+            },
+            marks: Some((b"<$S>".to_vec(), b"<$E>".to_vec())),
+            padding: 0,
+        };
+        let sizes: Vec<usize> = [1, 2, 9, 100]
+            .into_iter()
+            .map(|n| {
+                let mut d = doc(n);
+                d.pad_to_bucket(1 << 20);
+                let p = payload(&d);
+                assert_eq!(Doc::parse(&p).unwrap(), d);
+                p.len()
+            })
+            .collect();
+        assert_eq!(sizes, vec![MIN_DOC_BUCKET; 4]);
+        let mut big = doc(400);
+        big.pad_to_bucket(1 << 20);
+        assert_eq!(payload(&big).len(), 1024);
+        // Capped by the frame limit, never below the manifest itself.
+        big.pad_to_bucket(900);
+        assert_eq!(payload(&big).len(), 900);
+        big.pad_to_bucket(10);
+        assert_eq!(big.padding, 0);
+        let mut p = payload(&doc(1));
+        let n = p.len();
+        p[n - 4..].copy_from_slice(&1u32.to_be_bytes());
+        p.push(0);
+        assert!(Doc::parse(&p).is_ok());
+        *p.last_mut().unwrap() = 7;
+        assert_eq!(
+            Doc::parse(&p),
+            Err(MessageError::NonZeroPadding { msg: MSG })
+        );
     }
 }

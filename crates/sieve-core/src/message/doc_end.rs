@@ -1,9 +1,13 @@
 //! `DocEnd`: the sender has sent every byte of a document; on a secure channel.
 //!
 //! Replaces the thesis's `MSG_DONE` string, and adds what the thesis lacked: the plain channels
-//! are unprotected, so the sender commits inside TLS to a BLAKE3 digest of the document's
-//! cleartext stream. The receiver checks it (and both stream lengths) before it commits; a
-//! changed, dropped or injected plain byte fails the document.
+//! are unprotected, so the sender commits inside TLS to a digest of the document's cleartext
+//! stream: the digest of its [`crate::ledger::Ledger`], which folds, ordered by offset, the
+//! AES-GMAC tag of every unit of the stream (a run of the layout within a 256 KiB block, tagged
+//! under a key both ends derive from channel 0's TLS exporter; see the transport's `mac.rs`).
+//! The receiver tags what it receives the same way and checks the digest (and both stream
+//! lengths) before it commits; a changed, dropped or injected plain byte fails the document.
+//! A sender that can no longer vouch for a document's bytes sends [`super::DocCancel`] instead.
 
 use super::wire::Reader;
 use super::{write_frame, MessageError};
@@ -14,7 +18,8 @@ use crate::frame::FrameType;
 pub struct DocEnd {
     /// Document index within the session.
     pub doc: u32,
-    /// BLAKE3 of the plain stream (the concatenation of the plain segments, in order).
+    /// The ledger digest of the plain stream: every unit's `(offset, length, GMAC tag)`, in
+    /// offset order, folded with the stream's length ([`crate::ledger::Ledger::finish`]).
     pub plain_digest: [u8; 32],
     /// Bytes of the secure stream.
     pub secure_len: u64,

@@ -13,8 +13,11 @@ use crate::split::Split;
 
 /// Version of this wire format and of how its plain frames are authenticated; a receiver refuses
 /// a `Hello` it does not speak. 3: cleartext is tagged by unit (a run of the layout within a
-/// 256 KiB block), no longer by frame, so frames need not end where runs do.
-pub const PROTOCOL_VERSION: u16 = 3;
+/// 256 KiB block), no longer by frame, so frames need not end where runs do. 4: manifests are
+/// padded to size buckets ([`super::Doc::padding`]), names may be relative paths
+/// ([`crate::name`]), a sender may cancel a document ([`super::DocCancel`]), and acknowledgements
+/// say when a name exists or a document was cancelled.
+pub const PROTOCOL_VERSION: u16 = 4;
 
 /// Most TLS channels (channel 0 included) a session may ask for.
 pub const MAX_SECURE_CHANNELS: u8 = 16;

@@ -9,6 +9,7 @@
 //! | [`Doc`] | manifest: name, layout, marks | TLS | `<!First!>` tag, list order strings |
 //! | [`Data`] / [`DataRef`] | a run of a secure or plain stream | any | `<!$!>` separators |
 //! | [`DocEnd`] | digest of the cleartext, stream lengths | TLS | `MSG_DONE` |
+//! | [`DocCancel`] | the sender gives a document up (its file changed) | TLS | — |
 //! | [`Ack`] | document committed (or not), timings | TLS channel 0 | `MSG_ACK` |
 //! | [`Bye`], [`Error`] | end of session | any | closing the socket |
 //!
@@ -26,6 +27,7 @@ mod ack;
 mod bye;
 mod data;
 mod doc;
+mod doc_cancel;
 mod doc_end;
 mod error;
 mod hello;
@@ -37,7 +39,8 @@ mod wire;
 pub use ack::{Ack, AckStatus};
 pub use bye::Bye;
 pub use data::{Data, DataRef, DATA_HEADER_LEN, DATA_PREFIX_LEN};
-pub use doc::Doc;
+pub use doc::{bucket_len, Doc, MIN_DOC_BUCKET};
+pub use doc_cancel::DocCancel;
 pub use doc_end::DocEnd;
 pub use error::Error;
 pub use hello::{
@@ -149,6 +152,12 @@ pub enum MessageError {
         /// Message type.
         msg: &'static str,
     },
+    /// Padding holds a byte other than zero (padding is zeros, so the encoding is canonical).
+    #[error("{msg} message: padding holds a byte other than zero")]
+    NonZeroPadding {
+        /// Message type.
+        msg: &'static str,
+    },
 }
 
 /// Append a frame of type `ty` whose payload `payload` writes, then patch the header's length.
@@ -185,6 +194,8 @@ pub enum Message {
     Data(Data),
     /// [`FrameType::DocEnd`].
     DocEnd(DocEnd),
+    /// [`FrameType::DocCancel`].
+    DocCancel(DocCancel),
     /// [`FrameType::Ack`].
     Ack(Ack),
     /// [`FrameType::Bye`].
@@ -204,6 +215,7 @@ impl Message {
             FrameType::Doc => Message::Doc(Doc::parse(payload)?),
             FrameType::Data => Message::Data(Data::parse(payload)?),
             FrameType::DocEnd => Message::DocEnd(DocEnd::parse(payload)?),
+            FrameType::DocCancel => Message::DocCancel(DocCancel::parse(payload)?),
             FrameType::Ack => Message::Ack(Ack::parse(payload)?),
             FrameType::Bye => Message::Bye(Bye::parse(payload)?),
             FrameType::Error => Message::Error(Error::parse(payload)?),
@@ -225,6 +237,7 @@ impl Message {
             Message::Doc(_) => FrameType::Doc,
             Message::Data(_) => FrameType::Data,
             Message::DocEnd(_) => FrameType::DocEnd,
+            Message::DocCancel(_) => FrameType::DocCancel,
             Message::Ack(_) => FrameType::Ack,
             Message::Bye(_) => FrameType::Bye,
             Message::Error(_) => FrameType::Error,
@@ -241,6 +254,7 @@ impl Message {
             Message::Doc(m) => m.encode(out),
             Message::Data(m) => m.encode(out),
             Message::DocEnd(m) => m.encode(out),
+            Message::DocCancel(m) => m.encode(out),
             Message::Ack(m) => m.encode(out),
             Message::Bye(m) => m.encode(out),
             Message::Error(m) => m.encode(out),
@@ -264,4 +278,4 @@ macro_rules! impl_from {
         }
     )*};
 }
-impl_from!(Hello, Session, Join, JoinOk, Doc, Data, DocEnd, Ack, Bye, Error);
+impl_from!(Hello, Session, Join, JoinOk, Doc, Data, DocEnd, DocCancel, Ack, Bye, Error);

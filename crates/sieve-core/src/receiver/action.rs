@@ -193,6 +193,12 @@ pub enum ProtocolError {
     /// DOC_END whose stream lengths differ from the manifest's.
     #[error("DOC_END for document {0} disagrees with its manifest")]
     EndMismatch(u32),
+    /// DOC_CANCEL for a document that was never announced.
+    #[error("DOC_CANCEL for document {0}, which was never announced")]
+    CancelUnknown(u32),
+    /// DOC_CANCEL after the document's DOC_END.
+    #[error("DOC_CANCEL for document {0} after its DOC_END")]
+    CancelAfterEnd(u32),
     /// A cleartext frame in a secure-only session, or on a secure channel.
     #[error("a {kind:?} data frame in a session that has no {kind:?} channels")]
     WrongKind {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::ledger::{LedgerError, UnitTag};
 use crate::message::{Ack, AckStatus, Doc, DocEnd, Hello, HelloRefusal, Mode};
-use crate::name::check_name;
+use crate::name;
 use crate::sieve::{output_len, Placement};
 use crate::Kind;
 
@@ -181,7 +181,7 @@ impl ReceiverSession {
     /// and its memory is charged before its placement is built. Returns the placement and what
     /// was charged, or why it is refused.
     fn admit(&mut self, doc: &Doc) -> Result<(Placement, u64), String> {
-        check_name(&doc.name).map_err(|why| format!("refused file name: {why}"))?;
+        name::check(&doc.name).map_err(|why| format!("refused file name: {why}"))?;
         let segments = doc.layout.lens.len();
         if segments > self.limits.max_segments {
             return Err(format!(
@@ -239,10 +239,14 @@ impl ReceiverSession {
     }
 
     fn refuse(&mut self, doc: u32, name: String, why: String) {
+        self.refuse_with(doc, name, AckStatus::Refused, why)
+    }
+
+    fn refuse_with(&mut self, doc: u32, name: String, status: AckStatus, why: String) {
         self.answer(
             Ack {
                 doc,
-                status: AckStatus::Refused,
+                status,
                 message: why,
                 receive_us: 0,
                 integrate_us: 0,
@@ -256,9 +260,17 @@ impl ReceiverSession {
         self.actions.push_back(Action::Ack { ack, name });
     }
 
-    /// Refuse a manifest the transport could not afford to parse (it has more segments than
-    /// [`ReceiverSession::affordable_segments`]): `doc` is its id, read from its first field.
-    pub fn refuse_unread(&mut self, doc: u32, why: String) -> Result<(), ProtocolError> {
+    /// Refuse a manifest for a reason the transport found: its store will not take the name
+    /// (`status` [`AckStatus::Exists`] or [`AckStatus::Refused`]), or it could not afford to
+    /// parse it (more segments than [`ReceiverSession::affordable_segments`]; `doc` is then
+    /// read from its first field and `name` is empty). Its pieces are dropped as they come.
+    pub fn refuse_manifest(
+        &mut self,
+        doc: u32,
+        name: String,
+        status: AckStatus,
+        why: String,
+    ) -> Result<(), ProtocolError> {
         let max = self.max_doc_id();
         if doc >= max {
             return Err(ProtocolError::DocOutOfRange { doc, max });
@@ -269,7 +281,28 @@ impl ReceiverSession {
         if self.remember(doc) {
             self.set_phase(doc, Phase::Refused);
         }
-        self.refuse(doc, String::new(), why);
+        self.refuse_with(doc, name, status, why);
+        Ok(())
+    }
+
+    /// The sender gave up on a document (its file changed while it was being sent): it fails
+    /// as [`AckStatus::Cancelled`], its file goes. It must come instead of the document's
+    /// DOC_END; for a document already refused or failed it changes nothing.
+    pub fn cancel(&mut self, doc: u32, reason: &str) -> Result<(), ProtocolError> {
+        match self.phase(doc) {
+            Phase::Unseen => return Err(ProtocolError::CancelUnknown(doc)),
+            Phase::Refused | Phase::Failed => return Ok(()),
+            Phase::Stored => return Err(ProtocolError::CancelAfterEnd(doc)),
+            Phase::Active => {}
+        }
+        if self.docs.get(&doc).is_some_and(|d| d.end.is_some()) {
+            return Err(ProtocolError::CancelAfterEnd(doc));
+        }
+        self.fail(
+            doc,
+            AckStatus::Cancelled,
+            format!("the sender cancelled it: {reason}"),
+        );
         Ok(())
     }
 

@@ -86,7 +86,7 @@ impl Shared {
             // Keying material for join tokens; only used if this connection starts a session.
             let id: [u8; 16] = rand::random();
             let (km, cipher, w) = (tls.exporter, tls.cipher, tls.write);
-            let client = tls.client.clone();
+            let (client, peer_cert) = (tls.client.clone(), tls.peer_cert.clone());
             let mut reader = FrameReader::new(tls.read, preauth(limits.frame));
             // `tls.read` owns (a share of) the socket behind `fd`.
             reader.batch_wakeups(fd, TLS_SLACK, limits.idle_timeout);
@@ -95,13 +95,13 @@ impl Shared {
                 .map_err(|_| anyhow!("no HELLO or JOIN within {:?}", limits.join_timeout))??;
             reader.set_limits(limits.frame);
             reader.set_budget(self.buffers.clone());
-            anyhow::Ok((reader, w, first, id, km, cipher, client))
+            anyhow::Ok((reader, w, first, id, (km, cipher), (client, peer_cert)))
         };
         let hs = tokio::select! {
             r = hs => r,
             _ = ticket.evicted() => Err(anyhow!("dropped to make room for newer connections")),
         };
-        let (mut reader, w, first, id, km, cipher, client) = match hs {
+        let (mut reader, w, first, id, (km, cipher), (client, peer_cert)) = match hs {
             Ok(r) => r,
             Err(e) => {
                 self.stats
@@ -154,7 +154,7 @@ impl Shared {
                         id,
                         reader,
                         writer,
-                        cipher,
+                        (cipher, peer_cert),
                         (peer, client),
                     )
                     .await;
@@ -253,6 +253,30 @@ impl Shared {
 }
 
 impl Shared {
+    /// Where a session's documents go: the output folder, or with per-client folders the
+    /// folder of the client certificate `peer_cert`; `None` with `discard`.
+    fn session_store(
+        &self,
+        peer_cert: Option<&[u8]>,
+    ) -> Result<Option<crate::store::Store>, String> {
+        let Some(store) = &self.store else {
+            return Ok(None);
+        };
+        if !store.options().per_client_dirs {
+            return Ok(Some(store.clone()));
+        }
+        let cert = peer_cert.ok_or_else(|| {
+            "this receiver keeps a folder per client certificate, and none was presented"
+                .to_string()
+        })?;
+        store
+            .for_client(cert)
+            .map(Some)
+            .map_err(|e| format!("cannot open the folder of this client: {e}"))
+    }
+}
+
+impl Shared {
     /// The limits a new session gets: the receiver's, with its share of the memory the
     /// protocol may hold and of the documents that may be open at once.
     fn session_limits(&self) -> SessionLimits {
@@ -276,7 +300,7 @@ impl Shared {
         id: [u8; 16],
         mut reader: FrameReader,
         mut writer: FrameWriter,
-        cipher: String,
+        (cipher, peer_cert): (String, Option<Vec<u8>>),
         who: (SocketAddr, Option<String>),
     ) -> Result<()> {
         let sm = match ReceiverSession::new(
@@ -292,6 +316,15 @@ impl Shared {
                 bail!("refused HELLO from {}: {why}", who.0);
             }
         };
+        let store = match self.session_store(peer_cert.as_deref()) {
+            Ok(s) => s,
+            Err(why) => {
+                let m = message::Error::new(message::Error::INTERNAL, why.clone());
+                writer.send(|o| m.encode(o)).await?;
+                writer.flush().await?;
+                bail!("session refused ({}): {why}", who.0);
+            }
+        };
         let frame = session_frame_limit(&self.cfg.limits, hello.channels());
         let reply = SessionMsg {
             session_id: id,
@@ -305,7 +338,7 @@ impl Shared {
             id,
             sm,
             (key, mac),
-            self.clone(),
+            (self.clone(), store),
             writer,
             who,
             frame,

@@ -10,7 +10,7 @@ use anyhow::anyhow;
 use sieve_core::message::AckStatus;
 use sieve_core::receiver::{Commit, Failure, FileSpec, ReceiverSession, WritePiece};
 
-use crate::store::PartFile;
+use crate::store::{CommitError, PartFile, Store};
 
 use super::limits::Held;
 use super::Shared;
@@ -31,15 +31,19 @@ struct DocFile {
 /// The files of one session's documents.
 pub(super) struct Files {
     shared: Arc<Shared>,
+    /// Where they go: the output folder, or this client's folder beneath it; `None` when the
+    /// receiver discards what it verifies (it then never asks for a file).
+    pub(super) store: Option<Store>,
     /// The session's id in hex, part of every temporary file's name.
     session: String,
     map: Mutex<HashMap<u32, Arc<DocFile>>>,
 }
 
 impl Files {
-    pub(super) fn new(shared: Arc<Shared>, session: String) -> Files {
+    pub(super) fn new(shared: Arc<Shared>, store: Option<Store>, session: String) -> Files {
         Files {
             shared,
+            store,
             session,
             map: Mutex::new(HashMap::new()),
         }
@@ -64,13 +68,17 @@ impl Files {
                 message: shared.fd_limit_message(),
             });
         };
-        let part = PartFile::create(
-            &shared.cfg.dir,
-            &format!("{}-{}", self.session, spec.doc),
-            &spec.name,
-            spec.len,
-        )
-        .map_err(|e| failure(&spec.name, &e))?;
+        let store = self.store.as_ref().ok_or_else(|| Failure {
+            status: AckStatus::StoreError,
+            message: "internal error: no store for a document to be written".into(),
+        })?;
+        let part = store
+            .create(
+                &format!("{}-{}", self.session, spec.doc),
+                &spec.name,
+                spec.len,
+            )
+            .map_err(|e| commit_failure(&spec.name, e))?;
         Ok(Open { part, _fd: fd })
     }
 
@@ -167,7 +175,7 @@ impl Files {
             let Open { part, _fd } = open;
             let r = part.commit();
             drop(sm);
-            r.map_err(|e| failure(&c.file.name, &e))?;
+            r.map_err(|e| commit_failure(&c.file.name, e))?;
             Ok((t1 - t0, t1.elapsed()))
         })
         .await;
@@ -185,6 +193,22 @@ pub(super) fn failure(name: &str, e: &anyhow::Error) -> Failure {
     Failure {
         status: AckStatus::StoreError,
         message: store_reason(name, e),
+    }
+}
+
+/// What the store's refusal to create or commit a document becomes: an existing name or a name
+/// it will not create is the sender's doing (a refusal), anything else the receiver's.
+pub(super) fn commit_failure(name: &str, e: CommitError) -> Failure {
+    match e {
+        CommitError::Exists { .. } => Failure {
+            status: AckStatus::Exists,
+            message: e.to_string(),
+        },
+        CommitError::Refused { .. } => Failure {
+            status: AckStatus::Refused,
+            message: e.to_string(),
+        },
+        CommitError::Io { .. } => failure(name, &anyhow::Error::new(e)),
     }
 }
 

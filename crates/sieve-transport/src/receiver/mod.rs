@@ -31,7 +31,7 @@ use tracing::{debug, info, warn};
 use sieve_core::receiver::AtomicPool;
 
 use crate::conn::{BufferStats, FrameBudget};
-use crate::store;
+use crate::store::{Store, StoreOptions};
 use crate::tls::{Acceptor, LegacyAcceptor};
 
 use admission::{Clients, Ticket, Waiting};
@@ -65,6 +65,8 @@ pub struct ServeConfig {
     /// thesis's TLS 1.2 suites (feature `insecure-thesis-suites`; see `legacy_tls.rs`).
     pub legacy: Option<LegacyAcceptor>,
     pub limits: ServeLimits,
+    /// Whether files are replaced, their mode, folders per client (see [`crate::store`]).
+    pub store: StoreOptions,
 }
 
 /// Counters a receiver keeps; read them in tests and reports.
@@ -107,6 +109,8 @@ struct Shared {
     buffers: Arc<FrameBudget>,
     /// What every session's protocol state may hold ([`protocol_memory_bytes`]).
     protocol_memory: Arc<AtomicPool>,
+    /// The output folder; `None` with `discard`.
+    store: Option<Store>,
 }
 
 /// A receiver bound to its ports, ready to run.
@@ -118,16 +122,9 @@ pub struct Receiver {
 
 impl Receiver {
     pub async fn bind(cfg: ServeConfig) -> Result<Receiver> {
-        if !cfg.discard {
-            store::check_dir(&cfg.dir)?;
-            let n = store::clean_stale(&cfg.dir)?;
-            if n > 0 {
-                info!(
-                    removed = n,
-                    "removed temporary files left by an interrupted receiver"
-                );
-            }
-        }
+        let store = (!cfg.discard)
+            .then(|| Store::open(&cfg.dir, cfg.store))
+            .transpose()?;
         let tls = TcpListener::bind(cfg.listen).await.with_context(|| {
             format!(
                 "cannot listen on {} (is another receiver running?)",
@@ -181,6 +178,7 @@ impl Receiver {
             buffers,
             sessions: Mutex::new(HashMap::new()),
             advertise,
+            store,
             cfg,
         });
         Ok(Receiver { tls, plain, shared })

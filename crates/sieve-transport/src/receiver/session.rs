@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use sieve_core::frame::{FrameType, Limits};
-use sieve_core::message::{self, Ack, AckStatus, DataRef, Doc, DocEnd};
+use sieve_core::message::{self, Ack, AckStatus, DataRef, Doc, DocCancel, DocEnd};
 use sieve_core::receiver::{Action, Lookup, ReceiverSession, Verdict};
 use sieve_core::Kind;
 use tokio::sync::{watch, Notify};
@@ -23,8 +23,9 @@ use crate::conn::{Activity, BufferExhausted, FrameReader, FrameWriter};
 use crate::mac::PlainMac;
 use crate::token::JoinKey;
 
-use super::files::Files;
+use super::files::{commit_failure, Files};
 use super::Shared;
+use crate::store::Store;
 
 /// One session: its state machine, its documents' files, and the writer of channel 0 for
 /// acknowledgements.
@@ -64,7 +65,7 @@ impl Session {
         id: [u8; 16],
         sm: ReceiverSession,
         (key, mac): (JoinKey, PlainMac),
-        shared: Arc<Shared>,
+        (shared, store): (Arc<Shared>, Option<Store>),
         writer: FrameWriter,
         (peer, client): (SocketAddr, Option<String>),
         frame: Limits,
@@ -74,7 +75,7 @@ impl Session {
             id,
             key,
             mac,
-            files: Arc::new(Files::new(shared.clone(), hex(&id))),
+            files: Arc::new(Files::new(shared.clone(), store, hex(&id))),
             shared,
             peer,
             client,
@@ -200,6 +201,7 @@ impl Session {
                     self.manifest(doc).await?
                 }
                 FrameType::DocEnd => self.doc_end(DocEnd::parse(payload)?).await?,
+                FrameType::DocCancel => self.doc_cancel(DocCancel::parse(payload)?).await?,
                 FrameType::Bye => return Ok(()),
                 other => bail!("unexpected {} frame on channel 0", other.name()),
             }
@@ -226,7 +228,7 @@ impl Session {
         );
         let actions = {
             let mut sm = self.sm();
-            sm.refuse_unread(id, why)?;
+            sm.refuse_manifest(id, String::new(), AckStatus::Refused, why)?;
             Self::take_actions(&mut sm)
         };
         self.manifests.notify_waiters();
@@ -235,12 +237,34 @@ impl Session {
     }
 
     async fn manifest(self: &Arc<Self>, doc: Doc) -> Result<()> {
+        // The store looks at its folder first: a name it will not create, or (without
+        // --overwrite) one that exists, is refused before any byte of the document travels.
+        let refused = match &self.files.store {
+            Some(store) => store
+                .precheck(&doc.name)
+                .err()
+                .map(|e| commit_failure(&doc.name, e)),
+            None => None,
+        };
         let actions = {
             let mut sm = self.sm();
-            sm.manifest(doc)?;
+            match refused {
+                Some(f) => sm.refuse_manifest(doc.doc, doc.name, f.status, f.message)?,
+                None => sm.manifest(doc)?,
+            }
             Self::take_actions(&mut sm)
         };
         self.manifests.notify_waiters();
+        self.run_actions(actions).await;
+        Ok(())
+    }
+
+    async fn doc_cancel(self: &Arc<Self>, m: DocCancel) -> Result<()> {
+        let actions = {
+            let mut sm = self.sm();
+            sm.cancel(m.doc, &m.reason)?;
+            Self::take_actions(&mut sm)
+        };
         self.run_actions(actions).await;
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! Phase 4 of a send, *transfer*, as each channel sees it: take the next piece of its stream (from
 //! the thesis's plan or the dynamic scheduler), send it as DATA frames, MAC the cleartext, and
-//! close each document with its DOC_END once its last byte is out.
+//! close each document with its DOC_END once its last byte is out, or with a DOC_CANCEL if its
+//! file changed meanwhile ([`crate::change`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,10 +9,11 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, Context, Result};
 use sieve_core::chunk::ChunkScheduler;
 use sieve_core::ledger::Ledger;
-use sieve_core::message::DocEnd;
+use sieve_core::message::{DocCancel, DocEnd};
 use sieve_core::{Kind, Piece, Plan};
 use tokio::sync::Mutex as AsyncMutex;
 
+use crate::change::Leases;
 use crate::conn::FrameWriter;
 use crate::mac::{self, PlainMac, Tag, MAC_BLOCK};
 use crate::source::{Slice, Source};
@@ -65,10 +67,35 @@ pub(super) struct Shared {
     /// bytes are sent (a full disk), whose remaining pieces the channels then skip.
     pub(super) answered: Vec<AtomicBool>,
     pub(super) progress: Arc<Progress>,
+    /// Answers the documents' lease breaks while they are sent.
+    pub(super) leases: Option<Leases>,
 }
 
 impl Shared {
-    pub(super) async fn send_doc_end(&self, doc: usize) -> Result<()> {
+    /// Every byte of `doc` is sent: vouch for it with its DOC_END, or, if its file changed since
+    /// it was opened, cancel it (the receiver then removes it).
+    pub(super) async fn finish_doc(&self, doc: usize) -> Result<()> {
+        let src = &self.sources[doc];
+        match src.watch().check_final() {
+            Ok(()) => self.send_doc_end(doc).await,
+            Err(why) => {
+                tracing::warn!(
+                    "{} changed while it was being sent ({why}): the document is cancelled",
+                    src.path.display()
+                );
+                // The receiver learns the document's name, not the sender's path.
+                let m = DocCancel {
+                    doc: doc as u32,
+                    reason: format!("{} changed while it was being sent: {why}", src.name),
+                };
+                let mut w = self.ctl.lock().await;
+                w.send(|o| m.encode(o)).await?;
+                w.flush().await
+            }
+        }
+    }
+
+    async fn send_doc_end(&self, doc: usize) -> Result<()> {
         let src = &self.sources[doc];
         let digest = self.plain_ledgers[doc]
             .lock()
@@ -124,7 +151,7 @@ impl Shared {
                         slices.iter().for_each(|(_, b)| copy.extend_from_slice(b));
                         self.mac.tag(doc, at, &copy)
                     }
-                };
+                }?;
                 tags.push((at, n, tag));
                 for &(a, b) in &slices {
                     let end = a + b.len() as u64;
@@ -171,7 +198,7 @@ impl Shared {
             } else {
                 self.ctl.lock().await.flush().await?;
             }
-            self.send_doc_end(doc as usize).await?;
+            self.finish_doc(doc as usize).await?;
         }
         Ok(())
     }
@@ -207,9 +234,16 @@ impl Shared {
             let mut off = piece.offset;
             let end = piece.offset + piece.len;
             while off < end {
-                if self.answered[piece.doc as usize].load(Ordering::Acquire) {
+                // Held while this frame reads the file: a broken lease is released (and the
+                // file's writer let go) only once no frame is reading it.
+                let reading = src.watch().gate().read().await;
+                if self.answered[piece.doc as usize].load(Ordering::Acquire)
+                    || src.watch().check().is_err()
+                {
                     // The receiver failed this document already and drops whatever else of it
-                    // comes: the rest of the piece is not worth the bandwidth.
+                    // comes, or its file changed and it will be cancelled: the rest of the piece
+                    // is not worth the bandwidth (and, changed, must not be read).
+                    drop(reading);
                     let n = end - off;
                     self.progress.skipped.fetch_add(n, Ordering::Relaxed);
                     self.piece_done(piece.doc, n, &mut w).await?;
@@ -271,6 +305,7 @@ impl Shared {
                         r.start = r.end;
                     }
                 }
+                drop(reading);
                 counter.fetch_add(n as u64, Ordering::Relaxed);
                 off += n as u64;
                 self.piece_done(piece.doc, n as u64, &mut w).await?;

@@ -1,8 +1,12 @@
 //! The sender (`sieve send`): sieve, connect, split, send, and wait for durable acknowledgements.
 //!
 //! Order of work, and what the thesis's metrics (§5.1.1) measure:
-//! 1. *sieve*: every document is prepared (marks found) before the network is touched, so a badly
-//!    marked file fails with nothing sent;
+//! 0. *inputs* ([`inputs`]): files and folders become documents with the names the receiver will
+//!    store them under, checked and unique before anything is opened;
+//! 1. *sieve* ([`prepare`]): every document is prepared (marks found) before the network is
+//!    touched, so a badly marked file fails with nothing sent; from here on each file is watched
+//!    for changes ([`crate::change`]), and one that changes before its last byte is sent is
+//!    cancelled instead of vouched for;
 //! 2. *connect*: channel 0 (TLS handshake), HELLO/SESSION, then the extra TLS channels (resumed
 //!    sessions) and the plain channels, each joining with its token;
 //! 3. *split*: the plan of each stream over its channels (ES/SS/BFS/BES/BSS) or the dynamic
@@ -28,6 +32,7 @@ use sieve_core::Kind;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio::task::JoinSet;
 
+use crate::change::Leases;
 use crate::cpu::cpu_time;
 use crate::source::{Classify, Source};
 use crate::tls::LegacyConnector;
@@ -35,6 +40,9 @@ use crate::tls::LegacyConnector;
 mod answers;
 mod channel;
 mod connect;
+pub mod inputs;
+
+pub use inputs::{Expanded, Input};
 
 use answers::await_answers;
 use channel::{Shared, Work};
@@ -69,6 +77,9 @@ pub struct SendConfig {
     pub mmap: bool,
     /// Whether mapped cleartext goes to the plain sockets by `sendfile(2)`.
     pub sendfile: Sendfile,
+    /// In sieve mode, refuse documents that have no classified byte (they would travel entirely
+    /// in the clear) instead of only warning about them.
+    pub require_classified: bool,
     /// INSECURE, laboratory only: open the secure channels with a thesis TLS 1.2 suite through
     /// OpenSSL instead of `tls` (feature `insecure-thesis-suites`; see `legacy_tls.rs`).
     pub legacy: Option<LegacyConnector>,
@@ -239,6 +250,11 @@ pub struct SessionReport {
     pub commit_ms: f64,
     pub cpu_ms: f64,
     pub cipher: String,
+    /// Documents sent in sieve mode without a classified byte: entirely in the clear.
+    pub unclassified: Vec<String>,
+    /// Documents whose files a read lease watched for changes (the others were watched by their
+    /// size and times only; see [`crate::change`]).
+    pub docs_leased: usize,
     pub failures: Vec<DocReport>,
     #[serde(skip)]
     pub documents: Vec<DocReport>,
@@ -332,25 +348,56 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Send `files` in one session.
-pub async fn send(
-    cfg: &SendConfig,
-    files: &[PathBuf],
-    progress: Arc<Progress>,
-) -> Result<SessionReport> {
-    if files.is_empty() {
+/// Documents sieved and ready to send: phase 1 of [`send`], done before the network is touched.
+pub struct Prepared {
+    sources: Vec<Source>,
+    sieve_time: std::time::Duration,
+    /// Keeps the files' read leases answered while they are sent.
+    _leases: Option<Leases>,
+}
+
+impl Prepared {
+    /// Names of the documents that, in sieve mode, have no classified byte: they would travel
+    /// entirely in the clear. (None in secure-only mode.)
+    pub fn unclassified(&self) -> Vec<&str> {
+        self.sources
+            .iter()
+            .filter(|s| s.unclassified())
+            .map(|s| s.name.as_str())
+            .collect()
+    }
+
+    /// How many documents.
+    pub fn len(&self) -> usize {
+        self.sources.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+}
+
+/// Phase 1, *sieve*: open every document, take its read lease where possible, and find its
+/// classified ranges. Fails, with nothing sent, on a badly marked file, a missing ranges file, a
+/// name the receiver would refuse, two documents with one name, one ranges file for several
+/// documents, or (with [`SendConfig::require_classified`]) a document without a classified byte.
+pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
+    if inputs.is_empty() {
         bail!("no files to send");
     }
-    let cpu0 = cpu_time(None);
+    inputs::check_unique(&inputs)?;
     let secure_only = cfg.mode == Mode::SecureOnly;
-    let n_secure = cfg.secure_channels.clamp(1, 16);
-    let n_plain = if secure_only {
-        0
-    } else {
-        cfg.plain_channels.clamp(1, 16)
-    };
-
-    // 1. Sieve.
+    if let Classify::RangesFile(r) = &cfg.classify {
+        if inputs.len() > 1 && !secure_only {
+            bail!(
+                "--ranges {} gives the ranges of one file, but {} files were given: send them one \
+                 at a time, or put a ranges file beside each (FILE.ranges.json) and pass \
+                 --ranges-beside",
+                r.display(),
+                inputs.len()
+            );
+        }
+    }
     let t_sieve = Instant::now();
     let classify = if secure_only {
         match &cfg.classify {
@@ -361,27 +408,95 @@ pub async fn send(
     } else {
         cfg.classify.clone()
     };
-    let files_owned = files.to_vec();
     let mmap = cfg.mmap;
-    let mut sources = tokio::task::spawn_blocking(move || {
-        files_owned
+    // Answering lease breaks needs the runtime; the handler must exist before the first lease.
+    let leases = Leases::start();
+    let (sources, leases) = tokio::task::spawn_blocking(move || {
+        let sources = inputs
             .iter()
-            .map(|f| Source::prepare(f, &classify, mmap))
-            .collect::<Result<Vec<_>>>()
+            .map(|i| Source::prepare(&i.path, &i.name, &classify, mmap, leases.as_ref()))
+            .collect::<Result<Vec<_>>>();
+        (sources, leases)
     })
-    .await??;
+    .await?;
+    let mut sources = sources?;
     if secure_only {
         // Everything classified: one secure segment per document.
         for s in &mut sources {
             s.set_all_secure();
         }
     }
-    let sieve_time = t_sieve.elapsed();
+    let prepared = Prepared {
+        sources,
+        sieve_time: t_sieve.elapsed(),
+        _leases: leases,
+    };
+    let bare = prepared.unclassified();
+    if cfg.require_classified && !bare.is_empty() {
+        const SHOWN: usize = 20;
+        let mut list = bare
+            .iter()
+            .take(SHOWN)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if bare.len() > SHOWN {
+            list.push_str(&format!(" and {} more", bare.len() - SHOWN));
+        }
+        bail!(
+            "{} document{} no classified byte and would travel entirely in the clear \
+             (--require-classified): {list}. Mark the classified parts, give their ranges, or \
+             send with --mode secure-only",
+            bare.len(),
+            if bare.len() == 1 { " has" } else { "s have" },
+        );
+    }
+    Ok(prepared)
+}
+
+/// Send `files`, each under its base name, in one session: [`prepare`] then [`send_prepared`].
+pub async fn send(
+    cfg: &SendConfig,
+    files: &[PathBuf],
+    progress: Arc<Progress>,
+) -> Result<SessionReport> {
+    let inputs = inputs::files(files)?;
+    let prepared = prepare(cfg, inputs).await?;
+    send_prepared(cfg, prepared, progress).await
+}
+
+/// Phases 2 to 4 for documents [`prepare`] made ready: connect, split, transfer, and wait for
+/// every acknowledgement.
+pub async fn send_prepared(
+    cfg: &SendConfig,
+    prepared: Prepared,
+    progress: Arc<Progress>,
+) -> Result<SessionReport> {
+    let cpu0 = cpu_time(None);
+    let secure_only = cfg.mode == Mode::SecureOnly;
+    let n_secure = cfg.secure_channels.clamp(1, 16);
+    let n_plain = if secure_only {
+        0
+    } else {
+        cfg.plain_channels.clamp(1, 16)
+    };
+    let unclassified: Vec<String> = prepared
+        .unclassified()
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let Prepared {
+        sources,
+        sieve_time,
+        _leases: leases,
+    } = prepared;
+    let docs_leased = sources.iter().filter(|s| s.watch().leased()).count();
+    let t_processing = Instant::now();
     if !cfg.processing_per_secure_mb.is_zero() {
         let secure: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
         tokio::time::sleep(cfg.processing_per_secure_mb.mul_f64(secure as f64 / 1e6)).await;
     }
-    let processing_time = t_sieve.elapsed() - sieve_time;
+    let processing_time = t_processing.elapsed();
     let total_bytes: u64 = sources.iter().map(|s| s.output_len()).sum();
     progress.total_bytes.store(
         sources.iter().map(|s| s.layout.content_len()).sum(),
@@ -421,6 +536,9 @@ pub async fn send(
         plain: plain_time,
     } = connect(cfg, hello).await?;
     let connect_time = t_connect.elapsed();
+    if let Some(l) = &leases {
+        l.watch_sockets(queues.clone());
+    }
 
     // Data frames must fit the receiver's frame limit, whatever chunk size was asked for.
     let frame_room = session
@@ -452,11 +570,18 @@ pub async fn send(
     let manifests: Vec<Doc> = sources
         .iter()
         .enumerate()
-        .map(|(i, s)| Doc {
-            doc: i as u32,
-            name: s.name.clone(),
-            layout: s.layout.clone(),
-            marks: s.marks.clone(),
+        .map(|(i, s)| {
+            let mut d = Doc {
+                doc: i as u32,
+                name: s.name.clone(),
+                layout: s.layout.clone(),
+                marks: s.marks.clone(),
+                padding: 0,
+            };
+            // The manifest's length, which TLS does not hide, must not count the classified
+            // parts.
+            d.pad_to_bucket(session.max_payload);
+            d
         })
         .collect();
     // Check every manifest before any is sent, so an oversized one fails the session cleanly.
@@ -498,10 +623,11 @@ pub async fn send(
         window: MAX_UNACKED_DOCS.min(session.max_open_docs).max(1),
         answered: (0..n_sources).map(|_| AtomicBool::new(false)).collect(),
         progress: progress.clone(),
+        leases,
     });
     for (i, s) in shared.sources.iter().enumerate() {
         if s.layout.content_len() == 0 {
-            shared.send_doc_end(i).await?;
+            shared.finish_doc(i).await?;
         }
     }
     let mut counters = Vec::new();
@@ -531,6 +657,12 @@ pub async fn send(
     let n_docs = shared.sources.len();
     let acks = await_answers(cfg, &shared, tasks, &mut reader0, &queues, &progress).await?;
     let transfer_time = t_transfer.elapsed();
+    if let Some(l) = &shared.leases {
+        // A changed file's writer waits until the sockets delivered what they held; the
+        // session must not end (closing them) before.
+        l.settle(crate::change::DRAIN_LIMIT + Duration::from_secs(1))
+            .await;
+    }
     {
         let mut w = shared.ctl.lock().await;
         w.send(|o| message::Bye {}.encode(o)).await?;
@@ -557,6 +689,8 @@ pub async fn send(
         split_ms: ms(split_time),
         transfer_ms: ms(transfer_time),
         cipher,
+        unclassified,
+        docs_leased,
         ..Default::default()
     };
     report.processing_ms = ms(processing_time);

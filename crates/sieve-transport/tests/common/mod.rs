@@ -31,7 +31,7 @@ use sieve_transport::mac::PlainMac;
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits, Stats};
 use sieve_transport::sender::{self, Chunk, Progress, SendConfig, Sendfile, SessionReport};
 use sieve_transport::source::Classify;
-use sieve_transport::store::TEMP_PREFIX;
+use sieve_transport::store::{StoreOptions, TEMP_PREFIX};
 use sieve_transport::tls::{ClientTls, ServerTls, EXPORTER_LABEL};
 use sieve_transport::token::JoinKey;
 use tempfile::TempDir;
@@ -165,6 +165,7 @@ impl TestReceiver {
                 idle_timeout: Duration::from_secs(20),
                 ..ServeLimits::default()
             },
+            store: StoreOptions::default(),
         };
         adjust(&mut cfg);
         let receiver = Receiver::bind(cfg).await.expect("receiver binds");
@@ -205,6 +206,7 @@ impl TestReceiver {
             processing_per_secure_mb: Duration::ZERO,
             mmap: true,
             sendfile: Sendfile::default(),
+            require_classified: false,
             legacy: None,
         }
     }
@@ -562,7 +564,8 @@ impl RawSession {
         let mut ledger = Ledger::new();
         let mut len = 0;
         for &(off, bytes) in pieces {
-            ledger.record_hashed(off, bytes.len() as u64, mac.tag(doc, off, bytes));
+            let tag = mac.tag(doc, off, bytes).expect("tag");
+            ledger.record_hashed(off, bytes.len() as u64, tag);
             len += bytes.len() as u64;
         }
         ledger.finish(len).expect("pieces cover the stream")

@@ -81,6 +81,10 @@ pub struct ProxyStats {
     pub faults_fired: AtomicU64,
     pub up_bytes: AtomicU64,
     pub down_bytes: AtomicU64,
+    /// Set to keep every byte read from clients (all connections, in order: what an observer of
+    /// the link sees) in `up_record`.
+    pub record_up: std::sync::atomic::AtomicBool,
+    pub up_record: Mutex<Vec<u8>>,
 }
 
 /// A running fault proxy; stops (and closes every connection it holds) when dropped.
@@ -225,6 +229,10 @@ async fn pump(
         };
         let (start, end) = (pos, pos + n as u64);
         pos = end;
+        // What the client put on the wire, whether or not the server takes it.
+        if up && st.record_up.load(Ordering::Relaxed) {
+            st.up_record.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
         let cut = |at: u64| (at.saturating_sub(start) as usize).min(n);
         let sent = match fault {
             Fault::Pass => w.write_all(&buf[..n]).await,
