@@ -38,20 +38,20 @@ pub enum LabCommand {
 pub fn run(args: &Args) -> Result<bool> {
     match &args.command {
         LabCommand::List => {
-            for e in sieve_lab::experiments::all() {
+            for e in sieve_lab::list() {
                 println!("{:<16} {}", e.id, e.title);
             }
             Ok(true)
         }
         LabCommand::Summary { out } => {
-            sieve_lab::summary::write(out)
+            sieve_lab::write_summary(out)
                 .with_context(|| format!("cannot write {}", out.join("README.md").display()))?;
             eprintln!("{} written", out.join("README.md").display());
             Ok(true)
         }
         LabCommand::Run { ids, quick, out } => {
             let me = std::env::current_exe().context("cannot find the sieve binary")?;
-            let results = sieve_lab::experiments::run(ids, *quick, out, me)?;
+            let results = sieve_lab::run(ids, *quick, out, me)?;
             let failed: Vec<_> = results.iter().filter(|r| r.1.is_err()).collect();
             for (id, r) in &results {
                 match r {
@@ -62,7 +62,7 @@ pub fn run(args: &Args) -> Result<bool> {
                     Err(e) => eprintln!("{id}: failed: {e:#}"),
                 }
             }
-            if let Err(e) = sieve_lab::summary::write(out) {
+            if let Err(e) = sieve_lab::write_summary(out) {
                 eprintln!("results/README.md not updated: {e:#}");
             }
             if !failed.is_empty() {

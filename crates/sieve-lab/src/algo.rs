@@ -17,7 +17,7 @@ use sieve_core::{Kind, Plan};
 use crate::experiments::{fig, loopback, thesis_series, Ctx};
 use crate::plot::{self, Series, Style};
 use crate::queue::{open_model_response, simulate, thesis_table_5_3, BatchService, Dist, Policy};
-use crate::run::{no_wrap, Send};
+use crate::run::{no_wrap, SendOptions};
 use crate::stats::{median, summarize};
 
 fn xp(size: u64, p: f64) -> Vec<u8> {
@@ -96,7 +96,7 @@ fn split_combine(
 }
 
 /// Table 5.2: ES and SS of a 10MB-50 document over 2 channels.
-pub fn table_5_2() -> Result<String> {
+pub(crate) fn table_5_2() -> Result<String> {
     let l = lists(&xp(10 * MB, 0.5))?;
     let es = split_combine(&[&l], 2, &|d, k| even_split(&d[0], k), 30);
     let ss = split_combine(&[&l], 2, &|d, k| segment_split(&d[0], k), 30);
@@ -106,7 +106,7 @@ pub fn table_5_2() -> Result<String> {
     ))
 }
 
-pub fn tb(ctx: &mut Ctx, dir: &Path) -> Result<String> {
+pub(crate) fn tb(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     let reps = if ctx.quick { 5 } else { 30 };
     let docs = [
         lists(&xp(MB, 0.1))?,
@@ -178,9 +178,9 @@ fn measure_service(ctx: &mut Ctx, mode: &'static str, reps: usize) -> Result<(f6
     let five: Vec<_> = (1..=5)
         .map(|c| ctx.work.xp_bytes(MB, 0.5, c))
         .collect::<Result<_>>()?;
-    let v = Send {
+    let v = SendOptions {
         mode,
-        ..Send::default()
+        ..SendOptions::default()
     };
     let mut a = Vec::new();
     let mut b = Vec::new();
@@ -195,7 +195,7 @@ fn measure_service(ctx: &mut Ctx, mode: &'static str, reps: usize) -> Result<(f6
     Ok((median(&a), median(&b)))
 }
 
-pub fn t5_3(ctx: &mut Ctx, dir: &Path) -> Result<String> {
+pub(crate) fn t5_3(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     let reps = ctx.reps(15);
     let (single, batch5) = measure_service(ctx, "sieve", reps)?;
     let ours = BatchService::through(single, 5, batch5, Dist::Deterministic);
@@ -311,16 +311,16 @@ pub fn t5_3(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     ))
 }
 
-pub fn icpe_f7(ctx: &mut Ctx, dir: &Path) -> Result<String> {
+pub(crate) fn icpe_f7(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     let reps = ctx.reps(15);
     let rx = loopback(ctx)?;
     let f = ctx.work.xp(1, 0.5)?;
     let mut d = [Vec::new(), Vec::new()];
     for _ in 0..reps {
         for (i, mode) in ["secure-only", "sieve"].into_iter().enumerate() {
-            let s = Send {
+            let s = SendOptions {
                 mode,
-                ..Send::default()
+                ..SendOptions::default()
             }
             .run(&ctx.tools, rx.tls, std::slice::from_ref(&f), &no_wrap)?;
             d[i].push(s.total_ms);

@@ -7,27 +7,27 @@ use std::path::PathBuf;
 use anyhow::Result;
 use indicatif::ProgressBar;
 
-use crate::run::{Receiver, Send, Session, Tools, Wrap};
+use crate::run::{Receiver, SendOptions, Session, Tools, Wrap};
 use crate::stats::{improvement, summarize, Summary};
 
 /// One raw measurement: the configuration and what `sieve send --json` reported.
 #[derive(Debug, Clone)]
-pub struct Record {
-    pub scenario: String,
-    pub files: String,
-    pub x_mb: f64,
-    pub p: f64,
-    pub send: Send,
-    pub rep: usize,
-    pub s: Session,
+pub(crate) struct Record {
+    pub(crate) scenario: String,
+    pub(crate) files: String,
+    pub(crate) x_mb: f64,
+    pub(crate) p: f64,
+    pub(crate) send: SendOptions,
+    pub(crate) rep: usize,
+    pub(crate) s: Session,
 }
 
-pub const CSV_HEADER: &str = "scenario,files,mode,x_mb,p,n,m,split,batch_split,cipher,ap_ms_per_mb,rep,\
+pub(crate) const CSV_HEADER: &str = "scenario,files,mode,x_mb,p,n,m,split,batch_split,cipher,ap_ms_per_mb,rep,\
 connect_ms,connect_first_tls_ms,connect_extra_tls_ms,connect_plain_ms,response_ms,total_ms,sieve_ms,\
 processing_ms,split_ms,transfer_ms,combine_ms,integrate_ms,cpu_ms,bytes,secure_bytes,plain_bytes,negotiated_cipher";
 
 impl Record {
-    pub fn csv(&self) -> String {
+    pub(crate) fn csv(&self) -> String {
         let (d, s) = (&self.send, &self.s);
         let mut o = String::new();
         let _ = write!(
@@ -43,17 +43,17 @@ impl Record {
 }
 
 /// A point of an experiment: what to send, and how (several variants alternate per round).
-pub struct Point {
-    pub scenario: String,
-    pub files_label: String,
-    pub files: Vec<PathBuf>,
-    pub x_mb: f64,
-    pub p: f64,
-    pub variants: Vec<Send>,
+pub(crate) struct Point {
+    pub(crate) scenario: String,
+    pub(crate) files_label: String,
+    pub(crate) files: Vec<PathBuf>,
+    pub(crate) x_mb: f64,
+    pub(crate) p: f64,
+    pub(crate) variants: Vec<SendOptions>,
 }
 
 /// Run every point `reps` times, variants alternating within each round.
-pub fn sweep(
+pub(crate) fn sweep(
     tools: &Tools,
     rx: &Receiver,
     points: &[Point],
@@ -83,7 +83,7 @@ pub fn sweep(
 }
 
 /// Records matching a predicate.
-pub fn select<'a>(
+pub(crate) fn select<'a>(
     recs: &'a [Record],
     f: impl Fn(&Record) -> bool + 'a,
 ) -> impl Iterator<Item = &'a Record> + 'a {
@@ -91,7 +91,7 @@ pub fn select<'a>(
 }
 
 /// Summary of one metric over the matching records.
-pub fn summary(
+pub(crate) fn summary(
     recs: &[Record],
     f: impl Fn(&Record) -> bool,
     metric: impl Fn(&Session) -> f64,
@@ -101,7 +101,7 @@ pub fn summary(
 }
 
 /// Improvement (eq. 1) of the medians of `metric`, sieve against secure-only, at one point.
-pub fn improvement_at(
+pub(crate) fn improvement_at(
     recs: &[Record],
     at: impl Fn(&Record) -> bool,
     metric: impl Fn(&Session) -> f64 + Copy,
@@ -112,7 +112,7 @@ pub fn improvement_at(
 }
 
 /// Improvement per round (paired, same round), for an interval on the improvement itself.
-pub fn paired_improvements(
+pub(crate) fn paired_improvements(
     recs: &[Record],
     at: impl Fn(&Record) -> bool,
     metric: impl Fn(&Session) -> f64 + Copy,
@@ -133,7 +133,7 @@ pub fn paired_improvements(
 }
 
 /// `median [low, high]` with the 95 % interval of the median.
-pub fn fmt_summary(s: &Summary) -> String {
+pub(crate) fn fmt_summary(s: &Summary) -> String {
     if s.n == 0 {
         return "–".into();
     }

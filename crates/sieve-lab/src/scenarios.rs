@@ -11,7 +11,7 @@ use crate::experiments::{
 };
 use crate::measure::{fmt_summary, summary, Record};
 use crate::plot::{self, Series, Style};
-use crate::run::{no_wrap, Receiver, Send};
+use crate::run::{no_wrap, Receiver, SendOptions};
 use crate::scenario::{check_cgroup, check_root, CpuLimit, LinkSpec, NetPair, Side, WIFI, WIRED};
 use crate::stats::{improvement, summarize};
 
@@ -20,13 +20,13 @@ fn response(s: &crate::run::Session) -> f64 {
 }
 
 /// Secure-only and sieve at N = M = 1 with the default cipher.
-fn pair() -> (Send, Send) {
+fn pair() -> (SendOptions, SendOptions) {
     (
-        Send {
+        SendOptions {
             mode: "secure-only",
-            ..Send::default()
+            ..SendOptions::default()
         },
-        Send::default(),
+        SendOptions::default(),
     )
 }
 
@@ -37,7 +37,7 @@ fn over_link(
     cpu: Option<f64>,
     scenario: &str,
     ps: &[f64],
-    (so, sv): (&Send, &Send),
+    (so, sv): (&SendOptions, &SendOptions),
     reps: usize,
 ) -> Result<Vec<Record>> {
     let net = NetPair::create(scenario, link)?;
@@ -55,7 +55,7 @@ fn over_link(
     run_points(ctx, &rx, &pts, reps, &client)
 }
 
-pub fn f5_5(ctx: &mut Ctx, dir: &Path) -> Result<String> {
+pub(crate) fn f5_5(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     if let Err(why) = check_root() {
         return Ok(format!("**Skipped: {why}.** This experiment needs root, iproute2 and `tc` to build the emulated links between network namespaces.\n"));
     }
@@ -155,7 +155,7 @@ pub fn f5_5(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     Ok(body)
 }
 
-pub fn f5_7(ctx: &mut Ctx, dir: &Path) -> Result<String> {
+pub(crate) fn f5_7(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     if let Err(why) = check_root() {
         return Ok(format!("**Skipped: {why}.** This experiment runs over the emulated Wi-Fi link, which needs root, iproute2 and `tc`.\n"));
     }
@@ -168,11 +168,11 @@ pub fn f5_7(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     let (so, sv) = pair();
     let mut recs = over_link(ctx, &WIFI, None, "wifi", ps, (&so, &sv), reps)?;
     let ap = 500.0;
-    let so_ap = Send {
+    let so_ap = SendOptions {
         processing_ms_per_mb: ap,
         ..so
     };
-    let sv_ap = Send {
+    let sv_ap = SendOptions {
         processing_ms_per_mb: ap,
         ..sv
     };
@@ -234,7 +234,7 @@ pub fn f5_7(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     Ok(body)
 }
 
-pub fn cpu_p(ctx: &mut Ctx, dir: &Path) -> Result<String> {
+pub(crate) fn cpu_p(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     let rx = loopback(ctx)?;
     let size = if ctx.quick { 32 } else { 256 };
     let ps: &[f64] = if ctx.quick {
@@ -337,7 +337,7 @@ pub fn cpu_p(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     Ok(format!("Our own experiment: the CPU each side spends per GB, {size} MB x-P documents on loopback, receiver with `--discard` (verifies, acknowledges, writes nothing), {reps} alternating rounds; sender CPU from `sieve send --json` (whole process), receiver CPU from the receiver process's per-thread scheduler statistics in /proc.\n\n{t}\n### What it shows\n\nThe receiver's work falls with the classified share: cleartext costs a read and an AES-GMAC pass (about 25 GB/s), classified bytes a TLS decryption. The sender's does not fall as much, because before any cleartext may leave it must scan the whole document for marks (so that a badly marked document sends nothing), a pass secure-only does not need.\n"))
 }
 
-pub fn peers(ctx: &mut Ctx, dir: &Path) -> Result<String> {
+pub(crate) fn peers(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     let size_mb = if ctx.quick { 128 } else { 1024 };
     let file = ctx.work.xp(size_mb, 0.1)?;
     let reps = ctx.reps(5);

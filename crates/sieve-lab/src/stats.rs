@@ -18,25 +18,25 @@ use serde::Serialize;
 /// `stddev` and `ci95_mean` when `n == 1` (one value says nothing about spread). See
 /// [`summarize`] for what the two intervals are.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Number of values.
-    pub n: usize,
+    pub(crate) n: usize,
     /// Arithmetic mean.
-    pub mean: f64,
+    pub(crate) mean: f64,
     /// Median (mean of the two middle values when `n` is even).
-    pub median: f64,
+    pub(crate) median: f64,
     /// Smallest value.
-    pub min: f64,
+    pub(crate) min: f64,
     /// Largest value.
-    pub max: f64,
+    pub(crate) max: f64,
     /// Sample standard deviation (denominator `n − 1`).
-    pub stddev: f64,
+    pub(crate) stddev: f64,
     /// 95 % Student-t confidence interval of the mean.
-    pub ci95_mean: (f64, f64),
+    pub(crate) ci95_mean: (f64, f64),
     /// Distribution-free confidence interval of the median from order statistics; 95 % or more
     /// when `n >= 6`, the full range `(min, max)` with lower coverage below that
     /// (see [`median_ci_ranks`]).
-    pub ci95_median: (f64, f64),
+    pub(crate) ci95_median: (f64, f64),
 }
 
 /// Summarises a sample: mean, median, extremes, standard deviation and two 95 % intervals.
@@ -50,7 +50,7 @@ pub struct Summary {
 ///   statistics reaches 95 %; we then return the widest pair, `(min, max)`, whose exact coverage
 ///   is `1 − 2^(1−n)`: 93.75 % for n = 5, 87.5 % for 4, 75 % for 3, 50 % for 2 and 0 for a
 ///   single value (the interval is that value). Reports with so few runs must say so.
-pub fn summarize(xs: &[f64]) -> Summary {
+pub(crate) fn summarize(xs: &[f64]) -> Summary {
     let n = xs.len();
     if n == 0 {
         return Summary {
@@ -94,17 +94,17 @@ pub fn summarize(xs: &[f64]) -> Summary {
 /// `(secure_only − sieve) / secure_only × 100`.
 ///
 /// Positive when the sieve is faster. Infinite or NaN when `secure_only` is 0.
-pub fn improvement(secure_only: f64, sieve: f64) -> f64 {
+pub(crate) fn improvement(secure_only: f64, sieve: f64) -> f64 {
     (secure_only - sieve) / secure_only * 100.0
 }
 
 /// Median of a sample (mean of the two middle values when the length is even); NaN when empty.
-pub fn median(xs: &[f64]) -> f64 {
+pub(crate) fn median(xs: &[f64]) -> f64 {
     quantile(xs, 0.5)
 }
 
 /// Arithmetic mean; NaN when empty.
-pub fn mean(xs: &[f64]) -> f64 {
+pub(crate) fn mean(xs: &[f64]) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }
@@ -112,7 +112,7 @@ pub fn mean(xs: &[f64]) -> f64 {
 }
 
 /// Sample standard deviation (denominator `n − 1`); NaN for fewer than two values.
-pub fn stddev(xs: &[f64]) -> f64 {
+pub(crate) fn stddev(xs: &[f64]) -> f64 {
     let n = xs.len();
     if n < 2 {
         return f64::NAN;
@@ -126,13 +126,13 @@ pub fn stddev(xs: &[f64]) -> f64 {
 /// The `q`-quantile (0 ≤ q ≤ 1) of a sample, interpolating linearly between order statistics
 /// (Hyndman & Fan type 7, the default of R and NumPy), so `quantile(xs, 0.5) == median(xs)`.
 /// NaN when empty; `q` is clamped to `[0, 1]`.
-pub fn quantile(xs: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile(xs: &[f64], q: f64) -> f64 {
     quantile_sorted(&sorted_copy(xs), q)
 }
 
 /// [`quantile`] on a slice that is already sorted ascending (no copy, no sort): for computing
 /// several quantiles of one large sample.
-pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     let n = sorted.len();
     if n == 0 {
         return f64::NAN;
@@ -152,7 +152,7 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
 /// tables to 3 decimals from df = 31 (2.040) and tends to 1.96; simply jumping to 1.96 at 31
 /// would make intervals of 31 to 100 runs 2-4 % too narrow. `df = 0` gives infinity (no
 /// interval can be formed from one value).
-pub fn t_975(df: usize) -> f64 {
+pub(crate) fn t_975(df: usize) -> f64 {
     const T: [f64; 30] = [
         12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, // 1-10
         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, // 11-20
@@ -180,7 +180,7 @@ pub fn t_975(df: usize) -> f64 {
 /// For `n < 6` even `j = 1`, the full range, covers less than 95 %; we return it anyway, with
 /// its true coverage `1 − 2^(1−n)`, because it is the widest interval the data allow. `None`
 /// when `n == 0`.
-pub fn median_ci_ranks(n: usize) -> Option<(usize, usize, f64)> {
+pub(crate) fn median_ci_ranks(n: usize) -> Option<(usize, usize, f64)> {
     if n == 0 {
         return None;
     }

@@ -31,7 +31,7 @@ within half a per cent; the thesis's 8 % on Wi-Fi already pointed that way.
 ";
 
 /// Write `out/README.md` from the reports present in `out`.
-pub fn write(out: &Path) -> Result<()> {
+pub(crate) fn write(out: &Path) -> Result<()> {
     let mut s = String::from("# Laboratory results\n\n");
     let _ = writeln!(
         s,

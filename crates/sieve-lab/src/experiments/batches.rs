@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use crate::measure::{fmt_summary, summary, Point};
 use crate::plot::{self, Series, Style};
-use crate::run::{no_wrap, Send};
+use crate::run::{no_wrap, SendOptions};
 
 use super::*;
 
@@ -23,36 +23,36 @@ pub(super) fn f5_14(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     for &x in xs {
         for (label, files) in [("UFS", ctx.work.ufs(x)?), ("EFS", ctx.work.efs(x)?)] {
             let mut variants = vec![
-                Send {
+                SendOptions {
                     batch_split: "file",
                     ..so(2)
                 },
-                Send {
+                SendOptions {
                     batch_split: "even",
                     ..so(2)
                 },
-                Send {
+                SendOptions {
                     batch_split: "dynamic",
                     ..so(1)
                 },
-                Send {
+                SendOptions {
                     batch_split: "file",
                     ..sv(2, 2)
                 },
-                Send {
+                SendOptions {
                     batch_split: "even",
                     ..sv(2, 2)
                 },
-                Send {
+                SendOptions {
                     batch_split: "segment",
                     ..sv(2, 2)
                 },
-                Send {
+                SendOptions {
                     batch_split: "dynamic",
                     ..sv(2, 2)
                 },
             ];
-            variants.push(Send {
+            variants.push(SendOptions {
                 batch_split: "dynamic",
                 ..sv(1, 1)
             });

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use crate::measure::{fmt_summary, summary, Point, Record};
 use crate::plot::{self, Series, Style};
-use crate::run::{no_wrap, Send};
+use crate::run::{no_wrap, SendOptions};
 
 use super::*;
 
@@ -158,7 +158,7 @@ pub(super) fn f5_13(ctx: &mut Ctx, dir: &Path) -> Result<String> {
     let mut pts = Vec::new();
     for &n in &ns {
         let mut variants = vec![so(n)];
-        variants.extend(splits.iter().map(|&s| Send {
+        variants.extend(splits.iter().map(|&s| SendOptions {
             split: s,
             ..sv(n, n)
         }));

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use crate::measure::{summary, Record};
 use crate::plot::{self, Series, Style};
-use crate::run::{no_wrap, Receiver, Send, THESIS_SUITES};
+use crate::run::{no_wrap, Receiver, SendOptions, THESIS_SUITES};
 
 use super::*;
 
@@ -35,8 +35,8 @@ pub(super) fn f5_3(ctx: &mut Ctx, dir: &Path) -> Result<String> {
         }
         let mut pts = Vec::new();
         for &c in group {
-            let a = Send { cipher: c, ..so(1) };
-            let b = Send {
+            let a = SendOptions { cipher: c, ..so(1) };
+            let b = SendOptions {
                 cipher: c,
                 ..sv(1, 1)
             };

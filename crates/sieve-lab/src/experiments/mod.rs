@@ -13,7 +13,7 @@ use crate::measure::{
     self, fmt_summary, improvement_at, paired_improvements, summary, Point, Record,
 };
 use crate::plot::{Figure, Series, Style};
-use crate::run::{no_wrap, Receiver, Send, Tools, Wrap};
+use crate::run::{no_wrap, Receiver, SendOptions, Tools, Wrap};
 use crate::workload::Workloads;
 
 mod batches;
@@ -29,16 +29,16 @@ use size_and_p::{f5_1, f5_2};
 use splits::f5_12;
 
 /// What an experiment gets to work with.
-pub struct Ctx {
-    pub tools: Tools,
-    pub work: Workloads,
-    pub quick: bool,
-    pub bar: ProgressBar,
+pub(crate) struct Ctx {
+    pub(crate) tools: Tools,
+    pub(crate) work: Workloads,
+    pub(crate) quick: bool,
+    pub(crate) bar: ProgressBar,
 }
 
 impl Ctx {
     /// Repetitions per point: the thesis made 500; we make fewer, and report intervals.
-    pub fn reps(&self, full: usize) -> usize {
+    pub(crate) fn reps(&self, full: usize) -> usize {
         if self.quick {
             3
         } else {
@@ -47,14 +47,14 @@ impl Ctx {
     }
 }
 
-pub struct Experiment {
-    pub id: &'static str,
-    pub title: &'static str,
-    pub run: fn(&mut Ctx, &Path) -> Result<String>,
+pub(crate) struct Experiment {
+    pub(crate) id: &'static str,
+    pub(crate) title: &'static str,
+    pub(crate) run: fn(&mut Ctx, &Path) -> Result<String>,
 }
 
 /// Every experiment, in the order of EXPERIMENTS.md.
-pub fn all() -> Vec<Experiment> {
+pub(crate) fn all() -> Vec<Experiment> {
     vec![
         Experiment {
             id: "F5.1",
@@ -134,28 +134,28 @@ pub fn all() -> Vec<Experiment> {
     ]
 }
 
-pub const PS: [f64; 6] = [0.1, 0.25, 0.5, 0.75, 0.9, 1.0];
-pub const XS: [u64; 5] = [1, 3, 5, 7, 10];
+pub(crate) const PS: [f64; 6] = [0.1, 0.25, 0.5, 0.75, 0.9, 1.0];
+pub(crate) const XS: [u64; 5] = [1, 3, 5, 7, 10];
 
-fn so(n: u8) -> Send {
-    Send {
+fn so(n: u8) -> SendOptions {
+    SendOptions {
         mode: "secure-only",
         n,
         m: 1,
-        ..Send::default()
+        ..SendOptions::default()
     }
 }
-fn sv(n: u8, m: u8) -> Send {
-    Send {
+fn sv(n: u8, m: u8) -> SendOptions {
+    SendOptions {
         mode: "sieve",
         n,
         m,
-        ..Send::default()
+        ..SendOptions::default()
     }
 }
 
 /// Write every record to `data.csv`.
-pub fn write_csv(dir: &Path, recs: &[Record]) -> Result<()> {
+pub(crate) fn write_csv(dir: &Path, recs: &[Record]) -> Result<()> {
     let mut s = String::from(measure::CSV_HEADER);
     s.push('\n');
     for r in recs {
@@ -167,18 +167,18 @@ pub fn write_csv(dir: &Path, recs: &[Record]) -> Result<()> {
 
 /// A receiver on loopback with `--discard`: like the thesis's server, which kept documents in
 /// memory, it verifies and acknowledges but does not write (no fsync in the response time).
-pub fn loopback(ctx: &Ctx) -> Result<Receiver> {
+pub(crate) fn loopback(ctx: &Ctx) -> Result<Receiver> {
     Receiver::start(&ctx.tools, "127.0.0.1", false, &no_wrap)
 }
 
 /// Standard pair sweep over x-P files: (x, P) points, secure-only and sieve alternating.
-pub fn xp_points(
+pub(crate) fn xp_points(
     ctx: &mut Ctx,
     scenario: &str,
     xs: &[u64],
     ps: &[f64],
-    so_v: &Send,
-    sv_v: &Send,
+    so_v: &SendOptions,
+    sv_v: &SendOptions,
 ) -> Result<Vec<Point>> {
     let mut pts = Vec::new();
     for &x in xs {
@@ -196,7 +196,7 @@ pub fn xp_points(
     Ok(pts)
 }
 
-pub fn run_points(
+pub(crate) fn run_points(
     ctx: &mut Ctx,
     rx: &Receiver,
     pts: &[Point],
@@ -209,7 +209,7 @@ pub fn run_points(
 }
 
 /// Improvement curve (eq. 1 on medians) vs P for one x, with a paired 95 % interval.
-pub fn improvement_series(
+pub(crate) fn improvement_series(
     recs: &[Record],
     label: &str,
     key: impl Fn(&Record) -> bool + Copy,
@@ -235,7 +235,7 @@ pub fn improvement_series(
     }
 }
 
-pub fn thesis_series(label: &str, points: Vec<(f64, f64)>) -> Series {
+pub(crate) fn thesis_series(label: &str, points: Vec<(f64, f64)>) -> Series {
     Series {
         label: label.into(),
         style: Style::Thesis,
@@ -244,7 +244,7 @@ pub fn thesis_series(label: &str, points: Vec<(f64, f64)>) -> Series {
     }
 }
 
-pub fn fig(title: &str, x: &str, y: &str, series: Vec<Series>) -> Figure {
+pub(crate) fn fig(title: &str, x: &str, y: &str, series: Vec<Series>) -> Figure {
     Figure {
         title: title.into(),
         x_label: x.into(),
@@ -263,10 +263,10 @@ fn total(s: &crate::run::Session) -> f64 {
 }
 
 /// A labelled selection of records: one row of a table.
-pub type Row<'a> = (String, Box<dyn Fn(&Record) -> bool + 'a>);
+pub(crate) type Row<'a> = (String, Box<dyn Fn(&Record) -> bool + 'a>);
 
 /// A markdown table of medians [95 % CI] of response and total time, and improvements.
-pub fn pair_table(recs: &[Record], rows: &[Row<'_>]) -> String {
+pub(crate) fn pair_table(recs: &[Record], rows: &[Row<'_>]) -> String {
     let mut t = String::from(
         "| point | secure-only response (ms) | sieve response (ms) | improvement response | secure-only total (ms) | sieve total (ms) | improvement total |\n|---|---|---|---|---|---|---|\n",
     );
@@ -303,7 +303,7 @@ fn xp_rows(xs: &[u64], ps: &[f64]) -> Vec<Row<'static>> {
 }
 
 /// The machine, for every report.
-pub fn machine() -> String {
+pub(crate) fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -336,7 +336,7 @@ pub fn machine() -> String {
 }
 
 /// Run the experiments `ids` (or all) and write `out/<id>/`.
-pub fn run(
+pub(crate) fn run(
     ids: &[String],
     quick: bool,
     out: &Path,
@@ -356,6 +356,10 @@ pub fn run(
         }
         v
     };
+    // Namespaces and cgroups of an earlier lab run that was killed before it could remove them.
+    for gone in crate::scenario::cleanup_stale() {
+        tracing::info!("removed {gone}, left by an ended lab run");
+    }
     let work = tempfile::tempdir()?;
     let tools = Tools::new(sieve, work.path())?;
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use crate::measure::{fmt_summary, summary, Point};
 use crate::plot::{self, Series, Style};
-use crate::run::{no_wrap, Send};
+use crate::run::{no_wrap, SendOptions};
 
 use super::*;
 
@@ -31,7 +31,7 @@ pub(super) fn f5_12(ctx: &mut Ctx, dir: &Path) -> Result<String> {
             p,
             variants: splits
                 .iter()
-                .map(|&s| Send {
+                .map(|&s| SendOptions {
                     split: s,
                     ..sv(2, 2)
                 })

@@ -41,13 +41,13 @@ use draw::draw;
 use text::{ensure_font, Ink};
 
 /// Width of both the PNG and the SVG, in pixels.
-pub const WIDTH: u32 = 1000;
+pub(crate) const WIDTH: u32 = 1000;
 /// Height of both the PNG and the SVG, in pixels.
-pub const HEIGHT: u32 = 620;
+pub(crate) const HEIGHT: u32 = 620;
 
 /// How a series is drawn; see the module documentation for the full table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     /// Our own measurement on this machine: solid line, filled markers, cool palette.
     Ours,
     /// A value taken from the thesis: hollow markers at the thesis's points, no line, warm palette.
@@ -58,43 +58,43 @@ pub enum Style {
 
 /// One line of a figure.
 #[derive(Debug, Clone)]
-pub struct Series {
+pub(crate) struct Series {
     /// Text shown in the legend.
-    pub label: String,
+    pub(crate) label: String,
     /// Ours, the thesis's, or a peer's.
-    pub style: Style,
+    pub(crate) style: Style,
     /// (x, y) in data units. Points with a NaN or infinite coordinate (or y ≤ 0 on a log axis)
     /// are skipped and break the line, so a missing measurement shows as a gap, not as a
     /// straight line that pretends to know the value.
-    pub points: Vec<(f64, f64)>,
+    pub(crate) points: Vec<(f64, f64)>,
     /// Per point, the absolute (low, high) of an interval drawn as an error bar (e.g. the 95 %
     /// interval of the median). Matched to `points` by index.
-    pub err: Option<Vec<(f64, f64)>>,
+    pub(crate) err: Option<Vec<(f64, f64)>>,
 }
 
 /// A whole figure.
 #[derive(Debug, Clone)]
-pub struct Figure {
+pub(crate) struct Figure {
     /// Drawn centred above the plot.
-    pub title: String,
+    pub(crate) title: String,
     /// X axis title, drawn exactly as given: include the unit, e.g. "file size (MB)".
-    pub x_label: String,
+    pub(crate) x_label: String,
     /// Y axis title, drawn exactly as given: include the unit, e.g. "response time (ms)".
-    pub y_label: String,
+    pub(crate) y_label: String,
     /// Every series, in legend order.
-    pub series: Vec<Series>,
+    pub(crate) series: Vec<Series>,
     /// Logarithmic y axis (non-positive values are then skipped).
-    pub log_y: bool,
+    pub(crate) log_y: bool,
     /// Names for the x positions 0, 1, ..., n−1, for categorical axes (split algorithms, N).
     /// Points then use x = index of their category.
-    pub x_categories: Option<Vec<String>>,
+    pub(crate) x_categories: Option<Vec<String>>,
 }
 
 /// Draws `fig` into `stem.png` (1000×620) and `stem.svg`, creating the parent folder.
 ///
 /// The PNG needs a TrueType font (see [`text::font_path`]); without one the SVG is still written (it
 /// names the font family and lets the viewer pick a face) and the error says how to install one.
-pub fn render(fig: &Figure, stem: &Path) -> anyhow::Result<()> {
+pub(crate) fn render(fig: &Figure, stem: &Path) -> anyhow::Result<()> {
     if let Some(parent) = stem.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
