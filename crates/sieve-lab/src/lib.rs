@@ -11,16 +11,16 @@
 // Unsafe only where a system call has no safe wrapper (`wait4`, in `child`), allowed there.
 #![deny(unsafe_code)]
 
-mod algo;
 mod child;
+mod common;
 mod experiments;
-mod measure;
+mod machine;
 mod peers;
 mod plot;
 mod queue;
 mod run;
+mod runner;
 mod scenario;
-mod scenarios;
 mod stats;
 mod summary;
 mod workload;
@@ -57,7 +57,7 @@ pub fn run(
     out: &Path,
     sieve: PathBuf,
 ) -> Result<Vec<(String, Result<()>)>> {
-    experiments::run(ids, quick, out, sieve)
+    runner::run(ids, quick, out, sieve)
 }
 
 /// Rewrite `out/README.md`, the one-page summary, from the results present in `out`.

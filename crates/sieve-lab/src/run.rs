@@ -180,6 +180,16 @@ pub(crate) struct SendOptions {
     pub(crate) ranges: Option<PathBuf>,
 }
 
+impl SendOptions {
+    /// The defaults, in secure-only mode.
+    pub(crate) fn secure_only() -> SendOptions {
+        SendOptions {
+            mode: "secure-only",
+            ..SendOptions::default()
+        }
+    }
+}
+
 impl Default for SendOptions {
     fn default() -> Self {
         SendOptions {
