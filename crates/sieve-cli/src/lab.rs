@@ -55,10 +55,11 @@ pub fn run(args: &Args) -> Result<bool> {
             let failed: Vec<_> = results.iter().filter(|r| r.1.is_err()).collect();
             for (id, r) in &results {
                 match r {
-                    Ok(()) => eprintln!(
-                        "{id}: written to {}",
-                        out.join(id.replace('/', "_")).display()
-                    ),
+                    Ok(folders) => {
+                        for f in folders {
+                            eprintln!("{id}: written to {}", out.join(f).display());
+                        }
+                    }
                     Err(e) => eprintln!("{id}: failed: {e:#}"),
                 }
             }

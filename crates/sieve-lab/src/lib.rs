@@ -49,14 +49,15 @@ pub fn list() -> Vec<Listed> {
         .collect()
 }
 
-/// Run the experiments `ids` (or `all`) with the `sieve` binary at `sieve`, writing
-/// `out/<id>/`; `quick` runs a reduced version of each. One result per experiment run.
+/// Run the experiments `ids` (or `all`) with the `sieve` binary at `sieve`, writing their
+/// folders under `out`; `quick` runs a reduced version of each. One result per experiment:
+/// the folders it wrote, or why it failed.
 pub fn run(
     ids: &[String],
     quick: bool,
     out: &Path,
     sieve: PathBuf,
-) -> Result<Vec<(String, Result<()>)>> {
+) -> Result<Vec<(String, Result<Vec<String>>)>> {
     runner::run(ids, quick, out, sieve)
 }
 

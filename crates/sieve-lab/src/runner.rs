@@ -22,7 +22,7 @@ pub(crate) fn run(
     quick: bool,
     out: &Path,
     sieve: PathBuf,
-) -> Result<Vec<(String, Result<()>)>> {
+) -> Result<Vec<(String, Result<Vec<String>>)>> {
     let exps = all();
     let chosen: Vec<&Experiment> = if ids.iter().any(|i| i == "all") {
         exps.iter().collect()
@@ -74,8 +74,10 @@ pub(crate) fn run(
     Ok(results)
 }
 
-fn run_one(ctx: &mut Ctx, e: &Experiment, out: &Path, started: Instant) -> Result<()> {
+/// Run one experiment; the folders it wrote.
+fn run_one(ctx: &mut Ctx, e: &Experiment, out: &Path, started: Instant) -> Result<Vec<String>> {
     let outputs = (e.run)(ctx, out)?;
+    let mut folders = Vec::new();
     for o in outputs {
         let dir = out.join(&o.folder);
         std::fs::create_dir_all(&dir)?;
@@ -86,8 +88,9 @@ fn run_one(ctx: &mut Ctx, e: &Experiment, out: &Path, started: Instant) -> Resul
             started.elapsed().as_secs_f64()
         );
         write(&dir, &o.folder, &o.title, &ctx.machine, &run, &o.report)?;
+        folders.push(o.folder);
     }
-    Ok(())
+    Ok(folders)
 }
 
 /// Write `report.md`, `findings.csv` and `machine.json` of one folder.
@@ -109,6 +112,12 @@ pub(crate) fn write(
     );
     std::fs::write(dir.join("report.md"), text).context("cannot write report.md")?;
     write_csv(&dir.join("findings.csv"), &report.findings)?;
+    let meta = serde_json::json!({"title": title, "key_plot": report.key_plot});
+    std::fs::write(
+        dir.join("report.json"),
+        serde_json::to_string_pretty(&meta)?,
+    )
+    .context("cannot write report.json")?;
     std::fs::write(
         dir.join("machine.json"),
         serde_json::to_string_pretty(machine)?,

@@ -67,10 +67,16 @@ fn read_folders(out: &Path) -> Result<Vec<Folder>> {
             .filter(|n| n.ends_with(".png"))
             .collect();
         pngs.sort();
+        // The experiment's own choice of key plot (report.json), else its first figure.
+        let chosen = std::fs::read(e.path().join("report.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["key_plot"].as_str().map(|s| format!("{s}.png")))
+            .filter(|p| pngs.contains(p));
         folders.push(Folder {
             name,
             title,
-            plot: pngs.into_iter().next(),
+            plot: chosen.or_else(|| pngs.into_iter().next()),
             findings,
         });
     }

@@ -23,6 +23,9 @@ pub(crate) struct Report {
     /// What was emulated (links, CPU limits, processing), or that nothing was.
     pub(crate) emulated: String,
     pub(crate) findings: Vec<Finding>,
+    /// The figure `results/README.md` shows for this folder (file stem, in the thesis's metric
+    /// where there is one); the first PNG when `None`.
+    pub(crate) key_plot: Option<String>,
 }
 
 impl Report {
@@ -35,6 +38,7 @@ impl Report {
             ),
             emulated: "nothing: the experiment did not run.".into(),
             findings: Vec::new(),
+            key_plot: None,
         }
     }
 }
@@ -139,6 +143,10 @@ pub(crate) fn pair_table(
         t.push('\n');
     }
     t.push_str(&interval_note(n));
+    t.push_str(
+        "The outcome columns apply the rules (below and in the summary): faster, slower, or \
+         within the noise.\n",
+    );
     t
 }
 
@@ -148,8 +156,7 @@ pub(crate) fn interval_note(rounds: usize) -> String {
     format!(
         "\nTimes: median [interval of the median] over {rounds} rounds; improvements: median of the \
          per-round paired improvements [its interval]; order-statistic intervals, coverage \
-         {:.1} %{}. The last column applies the rule of the summary: faster, slower, or within \
-         the noise.\n",
+         {:.1} %{}.\n",
         cov * 100.0,
         if cov < 0.95 { " (below 95 %: too few rounds for more)" } else { "" }
     )

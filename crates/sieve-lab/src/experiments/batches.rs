@@ -170,7 +170,7 @@ pub(crate) fn render_times(recs: &[Record], dir: &Path) -> Result<Report> {
                     })
                     .map(|&v| name(v))
             };
-            best.push(json!({"set": set, "x": x, "sieve": lowest("sieve"), "secure_only": lowest("secure-only")}));
+            best.push(json!({"set": set, "x": format!("{x}"), "sieve": lowest("sieve"), "secure_only": lowest("secure-only")}));
         }
     }
     tables.push_str(&interval_note(rounds_of(recs)));
@@ -190,7 +190,7 @@ pub(crate) fn render_times(recs: &[Record], dir: &Path) -> Result<Report> {
             "rounds": rounds_of(recs),
             "tables": tables,
             "best": best,
-            "x_max": x_max,
+            "x_max": format!("{x_max}"),
             "sieve_bfs_vs_bes": cmp(("sieve", 2, "file"), ("sieve", 2, "even")),
             "sieve_bss_vs_bes": cmp(("sieve", 2, "segment"), ("sieve", 2, "even")),
             "so_bes_vs_bfs": cmp(("secure-only", 2, "even"), ("secure-only", 2, "file")),
@@ -200,6 +200,7 @@ pub(crate) fn render_times(recs: &[Record], dir: &Path) -> Result<Report> {
         body,
         emulated: "nothing: both ends on loopback on this machine.".into(),
         findings: Vec::new(),
+        key_plot: Some("batch_ufs_total".into()),
     })
 }
 
@@ -262,7 +263,7 @@ pub(crate) fn render_improvement(recs: &[Record], dir: &Path) -> Result<Report> 
         },
     )?;
     let mut findings = Vec::new();
-    let mut t = String::from("| set | x (MB) | best sieve | best secure-only | improvement of total | | improvement of response | |\n|---|---|---|---|---|---|---|---|\n");
+    let mut t = String::from("| set | x (MB) | best sieve | best secure-only | improvement of total | outcome | improvement of response | outcome |\n|---|---|---|---|---|---|---|---|\n");
     let mut sets = Vec::new();
     for set in SETS {
         let mut curve = Vec::new();
@@ -310,5 +311,6 @@ pub(crate) fn render_improvement(recs: &[Record], dir: &Path) -> Result<Report> 
         body,
         emulated: "nothing: both ends on loopback on this machine.".into(),
         findings,
+        key_plot: Some("f5_16_total".into()),
     })
 }

@@ -212,7 +212,7 @@ fn render(recs: &[Record], dir: &Path, sieve: bool) -> Result<Report> {
             }})
         };
         sizes.push(json!({
-            "x": x,
+            "x": format!("{x}"),
             "best_response_n": best[0].0,
             "best_total_n": best[1].0,
             "two_response": two(Metric::Response),
@@ -244,5 +244,6 @@ fn render(recs: &[Record], dir: &Path, sieve: bool) -> Result<Report> {
         body,
         emulated: "nothing: both ends on loopback on this machine.".into(),
         findings: Vec::new(),
+        key_plot: Some("total_vs_n".into()),
     })
 }

@@ -12,7 +12,7 @@ use crate::common::estimate::Estimate;
 use crate::common::figures::fig;
 use crate::common::record::{same, write_csv};
 use crate::common::report::{fill, interval_note, Finding, Report};
-use crate::common::words::{point_words, Outcome};
+use crate::common::words::Outcome;
 use crate::common::{distinct, Ctx};
 use crate::plot::{self, Series, Style};
 use crate::run::{no_wrap, SendOptions};
@@ -162,7 +162,16 @@ pub(crate) fn render(rows: &[Row], dir: &Path) -> Result<Report> {
         let label = format!("P = {p}, {size_mb} MB, loopback");
         findings.push(Finding::new(ID, &label, "sender CPU per GB", &ss));
         findings.push(Finding::new(ID, &label, "receiver CPU per GB", &rs));
-        points.push(json!({"p": p, "sender": point_words(&ss), "receiver": point_words(&rs)}));
+        let spends = |e: &Estimate| match Outcome::of(e) {
+            Outcome::Wins => "spends less CPU per GB than",
+            Outcome::Loses => "spends more CPU per GB than",
+            Outcome::Ties => "spends the same CPU per GB within the noise as",
+        };
+        points.push(json!({
+            "p": format!("{p}"),
+            "sender": {"pct": ss.pct(), "spends": spends(&ss)},
+            "receiver": {"pct": rs.pct(), "spends": spends(&rs)},
+        }));
     }
     t.push_str(&interval_note(
         rows.iter().map(|r| r.rep).max().map_or(0, |m| m + 1),
@@ -176,5 +185,6 @@ pub(crate) fn render(rows: &[Row], dir: &Path) -> Result<Report> {
         body,
         emulated: "nothing: both ends on loopback on this machine.".into(),
         findings,
+        key_plot: Some("cpu_per_gb".into()),
     })
 }

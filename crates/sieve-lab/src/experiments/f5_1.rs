@@ -107,6 +107,7 @@ pub(crate) fn render(recs: &[Record], machine: &Machine, dir: &Path) -> Result<R
         body,
         emulated: "nothing: both ends on loopback on this machine.".into(),
         findings,
+        key_plot: Some("f5_1_response".into()),
     })
 }
 

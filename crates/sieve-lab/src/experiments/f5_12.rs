@@ -153,5 +153,6 @@ pub(crate) fn render(recs: &[Record], t52: &str, dir: &Path) -> Result<Report> {
         body,
         emulated: "nothing: both ends on loopback on this machine.".into(),
         findings: Vec::new(),
+        key_plot: Some("f5_12_response".into()),
     })
 }

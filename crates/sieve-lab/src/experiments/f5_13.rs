@@ -168,5 +168,6 @@ pub(crate) fn render(recs: &[Record], dir: &Path) -> Result<Report> {
         body,
         emulated: "nothing: both ends on loopback on this machine.".into(),
         findings,
+        key_plot: Some("f5_13_total".into()),
     })
 }

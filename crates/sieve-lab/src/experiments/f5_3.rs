@@ -108,5 +108,6 @@ pub(crate) fn render(recs: &[Record], machine: &Machine, dir: &Path) -> Result<R
         body,
         emulated: "nothing: both ends on loopback on this machine.".into(),
         findings,
+        key_plot: Some("f5_3_response".into()),
     })
 }

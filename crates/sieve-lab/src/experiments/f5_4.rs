@@ -7,10 +7,11 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::common::curves::{describe, Along, Curve};
-use crate::common::record::{same, write_csv, Record};
+use crate::common::record::{same, write_csv, Mode, Record};
 use crate::common::report::{fill, Report};
 use crate::common::suites::{measure_suites, suite_label, suites};
-use crate::common::{distinct, rounds_of, Ctx, Metric, ROUNDS};
+use crate::common::{distinct, rounds_of, sample, Ctx, Metric, ROUNDS};
+use crate::machine::Machine;
 use crate::run::THESIS_SUITES;
 
 const ID: &str = "F5.4";
@@ -33,10 +34,10 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
     };
     let recs = measure_suites(ctx, xs, ps, ctx.reps(ROUNDS))?;
     write_csv(&dir.join("data.csv"), &recs)?;
-    render(&recs, dir)
+    render(&recs, &ctx.machine, dir)
 }
 
-pub(crate) fn render(recs: &[Record], dir: &Path) -> Result<Report> {
+pub(crate) fn render(recs: &[Record], machine: &Machine, dir: &Path) -> Result<Report> {
     let along = Along {
         title: "file size x (MB)",
         symbol: "x",
@@ -76,11 +77,14 @@ pub(crate) fn render(recs: &[Record], dir: &Path) -> Result<Report> {
             "table": table,
             "curves": described,
             "legacy": ciphers.iter().any(|c| THESIS_SUITES.contains(&c.as_str())),
+            "speeds": machine.speeds.iter().map(|(w, s)| format!("{w} {s:.2} GB/s")).collect::<Vec<_>>(),
+            "so_connect_ms": sample(recs, |r| r.is(Mode::SecureOnly), |r| r.connect_ms).num(2),
         }),
     )?;
     Ok(Report {
         body,
         emulated: "nothing: both ends on loopback on this machine.".into(),
         findings,
+        key_plot: Some("f5_4_total".into()),
     })
 }

@@ -101,5 +101,6 @@ pub(crate) fn render(recs: &[Record], dir: &Path) -> Result<Report> {
         body,
         emulated: String::new(),
         findings,
+        key_plot: Some("f5_7_response".into()),
     })
 }

@@ -98,5 +98,6 @@ pub(crate) fn render(recs: &[Record], dir: &Path) -> Result<Report> {
             "total time",
             &gain,
         )],
+        key_plot: Some("icpe_f7".into()),
     })
 }

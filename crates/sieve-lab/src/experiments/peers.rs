@@ -166,5 +166,6 @@ pub(crate) fn render(rows: &[Row], dir: &Path, bytes: u64) -> Result<Report> {
         body,
         emulated: "nothing: every tool on loopback on this machine.".into(),
         findings,
+        key_plot: Some("peers_throughput".into()),
     })
 }

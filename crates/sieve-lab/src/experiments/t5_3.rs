@@ -135,6 +135,13 @@ fn over_seeds(
     ))
 }
 
+/// The share (%) of one file's service time that a batch pays once: per-batch over single, from
+/// the line through the single and five-file times.
+fn share(single: &Estimate, batch5: &Estimate) -> f64 {
+    let per_file = (batch5.point - single.point) / 4.0;
+    (single.point - per_file) / single.point * 100.0
+}
+
 fn cell(v: Option<(f64, f64, f64)>) -> String {
     v.map_or("saturated".into(), |(m, lo, hi)| {
         format!("{m:.3} [{lo:.3}..{hi:.3}]")
@@ -184,7 +191,7 @@ pub(crate) fn render(
             over_seeds(rows, "ours", "fixed batch of 5", i),
             over_seeds(rows, "ours", "none", i),
         );
-        lower.push(json!({"lambda": l, "words": match (b, o) {
+        lower.push(json!({"lambda": format!("{l}"), "words": match (b, o) {
             (Some(_), None) => "stable where sending one file per connection saturates",
             (None, _) => "saturated",
             (Some(b), Some(o)) if b.2 < o.1 => "lower than without batching",
@@ -244,6 +251,8 @@ pub(crate) fn render(
             "scale": format!("{scale:.0}"),
             "table": t,
             "lower": lower,
+            "our_share": format!("{:.0}", share(single, batch5)),
+            "thesis_share": format!("{:.0}", share(&Estimate { point: 933.0, ..Estimate::NONE }, &Estimate { point: 1552.0, ..Estimate::NONE })),
         }),
     )?;
     Ok(Report {
@@ -252,5 +261,6 @@ pub(crate) fn render(
                    times measured on loopback in this run)."
             .into(),
         findings: Vec::new(),
+        key_plot: Some("t5_3_turnaround".into()),
     })
 }

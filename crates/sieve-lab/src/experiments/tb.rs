@@ -153,5 +153,6 @@ pub(crate) fn render(rows: &[Row], dir: &Path) -> Result<Report> {
         body,
         emulated: "nothing: in process.".into(),
         findings: Vec::new(),
+        key_plot: Some("tb_combine".into()),
     })
 }

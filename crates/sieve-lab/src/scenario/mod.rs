@@ -290,6 +290,9 @@ fn shape(ns: &str, dev: &str, link: &LinkSpec) -> Result<()> {
 
 /// Put a `netem` delay under the token bucket (as its child qdisc), so packets are first delayed
 /// and then paced. Fails on kernels without netem; the caller carries on without the delay.
+///
+/// This is the one place where a link gets its delay ([`NetPair::set_up`] calls it per end after
+/// [`shape`]); a userspace delay line for kernels without netem belongs here too.
 fn add_delay(ns: &str, dev: &str, delay_ms: f64) -> Result<()> {
     let us = (delay_ms * 1000.0).round() as u64;
     run(Command::new("ip").args([
