@@ -46,7 +46,9 @@ fn read_folders(out: &Path) -> Result<Vec<Folder>> {
     let mut entries: Vec<_> = std::fs::read_dir(out)
         .with_context(|| format!("cannot read {}", out.display()))?
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("report.md").is_file())
+        // Folders this lab wrote (report.json beside report.md): a folder left by an experiment
+        // that no longer exists is not summarised.
+        .filter(|e| e.path().join("report.md").is_file() && e.path().join("report.json").is_file())
         .collect();
     entries.sort_by_key(|e| sort_key(&e.file_name().to_string_lossy()));
     for e in entries {

@@ -51,19 +51,34 @@ pub fn cpu_time_of(pid: u32) -> io::Result<Duration> {
 mod tests {
     use super::*;
 
+    /// CPU time of the calling thread.
+    fn thread_cpu() -> Duration {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `clock_gettime` writes a `timespec` through the pointer, which points to a
+        // live, properly aligned local of that type.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    /// Busy the calling thread until it has used `d` of CPU (however loaded the machine is).
     fn spin(d: Duration) {
-        let t = std::time::Instant::now();
+        let start = thread_cpu();
         let mut x = 0u64;
-        while t.elapsed() < d {
-            x = std::hint::black_box(x.wrapping_add(1));
+        while thread_cpu() < start + d {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
         }
     }
 
     #[test]
     fn a_busy_loop_shows_up_and_an_ended_process_is_zero() {
         let before = cpu_time(None);
-        spin(Duration::from_millis(30));
-        assert!(cpu_time(None) >= before + Duration::from_millis(10));
+        spin(Duration::from_millis(20));
+        assert!(cpu_time(None) >= before + Duration::from_millis(20));
         assert!(cpu_time(Some(std::process::id())) > Duration::ZERO);
         assert_eq!(cpu_time(Some(u32::MAX)), Duration::ZERO);
         assert_eq!(
@@ -72,8 +87,9 @@ mod tests {
         );
     }
 
-    /// Another process's clock counts its work, and keeps counting the work of a thread that has
-    /// ended (the reason for the clock rather than summing /proc/PID/task/*/schedstat).
+    /// Another process's clock counts its work, and the process's clock keeps the work of a
+    /// thread that has ended (the reason for the clock rather than summing
+    /// /proc/PID/task/*/schedstat).
     #[test]
     fn another_process_and_an_ended_thread_are_counted() {
         let mut child = std::process::Command::new("sh")
@@ -85,7 +101,7 @@ mod tests {
             .expect("sh runs");
         let pid = child.id();
         let mut used = Duration::ZERO;
-        for _ in 0..500 {
+        for _ in 0..1000 {
             std::thread::sleep(Duration::from_millis(10));
             let now = cpu_time_of(pid).expect("child's clock");
             if now > Duration::from_millis(20) && now == used {
@@ -99,9 +115,9 @@ mod tests {
         assert!(cpu_time_of(pid).is_err(), "a reaped process has no clock");
 
         let before = cpu_time(None);
-        std::thread::spawn(|| spin(Duration::from_millis(40)))
+        std::thread::spawn(|| spin(Duration::from_millis(30)))
             .join()
             .expect("thread ends");
-        assert!(cpu_time(None) >= before + Duration::from_millis(20));
+        assert!(cpu_time(None) >= before + Duration::from_millis(30));
     }
 }

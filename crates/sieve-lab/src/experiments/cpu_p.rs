@@ -13,13 +13,11 @@ use crate::common::figures::fig;
 use crate::common::record::{same, write_csv};
 use crate::common::report::{fill, interval_note, Finding, Report};
 use crate::common::words::Outcome;
-use crate::common::{distinct, Ctx};
+use crate::common::{distinct, Ctx, ROUNDS};
 use crate::plot::{self, Series, Style};
 use crate::run::{no_wrap, SendOptions};
 
 const ID: &str = "CPU-P";
-/// Rounds: each moves 2 × 6 documents of 256 MB, a few seconds per point.
-const ROUNDS: usize = 10;
 
 /// One transfer: CPU of both processes, in ms.
 #[derive(Debug, Clone, Serialize, Deserialize)]
