@@ -181,13 +181,19 @@ fn describe(f: &Finding) -> String {
     } else {
         String::new()
     };
+    // "faster" and "slower" are words for times; other quantities (CPU per GB) are less or more.
+    let verb = if f.metric.ends_with("time") {
+        f.outcome.verb().to_string()
+    } else {
+        match f.outcome {
+            Outcome::Wins => format!("needs less {} than", f.metric),
+            Outcome::Ties => format!("ties in {} with", f.metric),
+            Outcome::Loses => format!("needs more {} than", f.metric),
+        }
+    };
     format!(
-        "{} ({}, {}): the sieve {} secure-only, {how} over {} rounds{coverage}",
-        f.experiment,
-        f.point,
-        f.metric,
-        f.outcome.verb(),
-        f.rounds
+        "{} ({}, {}): the sieve {verb} secure-only, {how} over {} rounds{coverage}",
+        f.experiment, f.point, f.metric, f.rounds
     )
 }
 
