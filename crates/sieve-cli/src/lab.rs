@@ -26,8 +26,9 @@ pub enum LabCommand {
         #[arg(long, default_value = "results")]
         out: PathBuf,
     },
-    /// Rewrite <OUT>/README.md, the one-page summary, from the reports present in <OUT> (done
-    /// at the end of every `run`; useful after copying in results of single experiments).
+    /// Rewrite <OUT>/README.md, the one-page summary, from the findings.csv of every folder
+    /// present in <OUT> (done at the end of every `run`; useful after copying in results of
+    /// single experiments).
     Summary {
         /// The results folder.
         #[arg(long, default_value = "results")]
