@@ -96,7 +96,7 @@ fn example() -> Figure {
     }
 }
 
-/// Plots are checked by eye too (issue 4): with `SIEVE_LAB_PLOT_EXAMPLES=DIR` the tests copy
+/// Plots are checked by eye too: with `SIEVE_LAB_PLOT_EXAMPLES=DIR` the tests copy
 /// what they drew into DIR.
 fn keep_for_viewing(stem: &Path) {
     if let Some(dir) = std::env::var_os("SIEVE_LAB_PLOT_EXAMPLES") {
