@@ -26,8 +26,9 @@ pub enum LabCommand {
         #[arg(long, default_value = "results")]
         out: PathBuf,
     },
-    /// Rewrite <OUT>/README.md, the one-page summary, from the reports present in <OUT> (done
-    /// at the end of every `run`; useful after copying in results of single experiments).
+    /// Rewrite <OUT>/README.md, the one-page summary, from the findings.csv of every folder
+    /// present in <OUT> (done at the end of every `run`; useful after copying in results of
+    /// single experiments).
     Summary {
         /// The results folder.
         #[arg(long, default_value = "results")]
@@ -38,31 +39,32 @@ pub enum LabCommand {
 pub fn run(args: &Args) -> Result<bool> {
     match &args.command {
         LabCommand::List => {
-            for e in sieve_lab::experiments::all() {
+            for e in sieve_lab::list() {
                 println!("{:<16} {}", e.id, e.title);
             }
             Ok(true)
         }
         LabCommand::Summary { out } => {
-            sieve_lab::summary::write(out)
+            sieve_lab::write_summary(out)
                 .with_context(|| format!("cannot write {}", out.join("README.md").display()))?;
             eprintln!("{} written", out.join("README.md").display());
             Ok(true)
         }
         LabCommand::Run { ids, quick, out } => {
             let me = std::env::current_exe().context("cannot find the sieve binary")?;
-            let results = sieve_lab::experiments::run(ids, *quick, out, me)?;
+            let results = sieve_lab::run(ids, *quick, out, me)?;
             let failed: Vec<_> = results.iter().filter(|r| r.1.is_err()).collect();
             for (id, r) in &results {
                 match r {
-                    Ok(()) => eprintln!(
-                        "{id}: written to {}",
-                        out.join(id.replace('/', "_")).display()
-                    ),
+                    Ok(folders) => {
+                        for f in folders {
+                            eprintln!("{id}: written to {}", out.join(f).display());
+                        }
+                    }
                     Err(e) => eprintln!("{id}: failed: {e:#}"),
                 }
             }
-            if let Err(e) = sieve_lab::summary::write(out) {
+            if let Err(e) = sieve_lab::write_summary(out) {
                 eprintln!("results/README.md not updated: {e:#}");
             }
             if !failed.is_empty() {

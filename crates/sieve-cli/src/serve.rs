@@ -1,10 +1,10 @@
 //! `sieve serve`: the receiver.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits};
 use sieve_transport::store::{self, StoreOptions};
 use sieve_transport::tls::ServerTls;
@@ -87,6 +87,11 @@ pub struct Args {
     /// that): a document whose manifest does not fit is refused with LIMIT.
     #[arg(long, default_value = "512MiB", value_parser = parse_size_arg)]
     pub max_buffer_memory: u64,
+    /// Once both listeners are bound, write their addresses to this file as JSON
+    /// (`{"tls": "ADDR", "plain": "ADDR", "pid": N}`), atomically: a program that started the
+    /// receiver with port 0 waits for the file instead of reading the log.
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
     /// INSECURE, for the laboratory only: make secure channels with OpenSSL, which also accepts
     /// the thesis's broken TLS 1.2 suites (3DES-EDE-CBC-SHA, AES-256-CBC-SHA). Never use this for
     /// real documents.
@@ -139,10 +144,33 @@ pub async fn run(args: &Args) -> Result<()> {
         },
     })
     .await?;
+    if let Some(path) = &args.ready_file {
+        write_ready_file(path, receiver.tls_addr(), receiver.plain_addr())?;
+    }
     tokio::select! {
         r = receiver.run() => r,
         _ = tokio::signal::ctrl_c() => Ok(()),
     }
+}
+
+/// Write `{"tls", "plain", "pid"}` to `path` through a temporary file in the same folder and a
+/// rename, so a reader sees either no file or the whole of it.
+fn write_ready_file(path: &Path, tls: SocketAddr, plain: SocketAddr) -> Result<()> {
+    let ready = serde_json::json!({
+        "tls": tls.to_string(),
+        "plain": plain.to_string(),
+        "pid": std::process::id(),
+    });
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write the ready file in {}", dir.display()))?;
+    serde_json::to_writer(&mut tmp, &ready)?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot write the ready file {}", path.display()))?;
+    Ok(())
 }
 
 /// The receiver holds a descriptor per connection and per document in progress, the sender one

@@ -3,17 +3,65 @@
 //! Re-runs the experiments of the thesis's chapter 5 on this machine, against the real `sieve
 //! serve` and `sieve send`, next to today's tools, and writes `results/<experiment>/`: raw
 //! measurements (`data.csv`), plots (PNG and SVG) and a report that puts our figures beside the
-//! thesis's (`../shared/EXPERIMENTS.md`).
+//! thesis's.
+//!
+//! Its only user is the `sieve lab` command, so the public surface is what that command calls:
+//! [`list`], [`run`] and [`write_summary`]; everything else is the crate's own.
 
-pub mod algo;
-pub mod experiments;
-pub mod measure;
-pub mod peers;
-pub mod plot;
-pub mod queue;
-pub mod run;
-pub mod scenario;
-pub mod scenarios;
-pub mod stats;
-pub mod summary;
-pub mod workload;
+// Unsafe only where a system call has no safe wrapper (`wait4`, in `child`), allowed there.
+#![deny(unsafe_code)]
+
+mod child;
+mod common;
+mod experiments;
+mod machine;
+mod peers;
+mod plot;
+mod queue;
+mod run;
+mod runner;
+mod scenario;
+mod stats;
+mod summary;
+mod workload;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+/// An experiment as `sieve lab list` names it.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// Its id, e.g. "F5.1" (also its folder under `results/`, with `/` as `_`).
+    pub id: &'static str,
+    /// What it measures, in one line.
+    pub title: &'static str,
+}
+
+/// Every experiment, in the order of the thesis.
+pub fn list() -> Vec<Listed> {
+    experiments::all()
+        .into_iter()
+        .map(|e| Listed {
+            id: e.id,
+            title: e.title,
+        })
+        .collect()
+}
+
+/// Run the experiments `ids` (or `all`) with the `sieve` binary at `sieve`, writing their
+/// folders under `out`; `quick` runs a reduced version of each. One result per experiment:
+/// the folders it wrote, or why it failed.
+pub fn run(
+    ids: &[String],
+    quick: bool,
+    out: &Path,
+    sieve: PathBuf,
+) -> Result<Vec<(String, Result<Vec<String>>)>> {
+    runner::run(ids, quick, out, sieve)
+}
+
+/// Rewrite `out/README.md`, the one-page summary, from the results present in `out`.
+pub fn write_summary(out: &Path) -> Result<()> {
+    summary::write(out)
+}

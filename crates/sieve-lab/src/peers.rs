@@ -12,12 +12,8 @@
 //! Each run uses a new connection, like the thesis's method (§5.1), and reports the wall time
 //! from starting the sender until both sender and receiver have finished (so bytes still in
 //! flight when the sender closes are counted) and the sender's CPU time (user + system, including
-//! its children, e.g. `ssh` under `scp`).
-//!
-//! CPU time comes from bash's `time` keyword (`TIMEFORMAT=%3U %3S`, millisecond resolution from
-//! `getrusage` of the waited-for child); without bash we fall back to GNU `/usr/bin/time`
-//! (10 ms resolution), and without either we report zero with [`PeerRun::cpu_measured`] false.
-//! std offers no `getrusage`, and we do not want `libc` for one call.
+//! its children, e.g. `ssh` under `scp`), as `wait4` reports it when the sender is reaped (see
+//! [`crate::child`]).
 //!
 //! With a [`NetPair`] in the [`PeerCtx`] the receiver runs in the server namespace and the sender
 //! in the client namespace; with a [`CpuLimit`] the sender runs inside that cgroup.
@@ -26,8 +22,7 @@ use std::fs;
 use std::io::Read;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -35,18 +30,19 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use tempfile::TempDir;
 
-use crate::scenario::{prefix_command, run, CpuLimit, NetPair, Side};
+use crate::child::Watched;
+use crate::scenario::{run, CpuLimit, NetPair, Side};
 
 /// Where and under which constraints a peer runs. The default is plain loopback, no CPU limit.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PeerCtx<'a> {
+pub(crate) struct PeerCtx<'a> {
     /// Run the receiver in `server_ns` and the sender in `client_ns`; `None` means loopback.
-    pub net: Option<&'a NetPair>,
+    pub(crate) net: Option<&'a NetPair>,
     /// Run the sender (only) inside this cgroup.
-    pub sender_cpu: Option<&'a CpuLimit>,
+    pub(crate) sender_cpu: Option<&'a CpuLimit>,
     /// Give up on a transfer after this long; `None` allows 30 s plus 1 s per 2 MB, enough for
     /// the slowest emulated link with a heavily limited sender.
-    pub timeout: Option<Duration>,
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl PeerCtx<'_> {
@@ -68,40 +64,38 @@ impl PeerCtx<'_> {
     }
 
     /// The sender's command: namespace innermost (it remounts /sys, hiding the cgroup files),
-    /// then the CPU timer, then the cgroup outermost so that all of it is limited.
-    fn sender(&self, mut cmd: Command, time_file: &Path) -> (Command, Timer) {
+    /// the cgroup outermost so that all of it is limited. Both wrappers exec the program, so the
+    /// process we start and time is the sender itself.
+    fn sender(&self, mut cmd: Command) -> Command {
         if let Some(net) = self.net {
             net.exec(Side::Client, &mut cmd);
         }
-        let (cmd, timer) = Timer::wrap(cmd, time_file);
-        let cmd = match self.sender_cpu {
+        match self.sender_cpu {
             Some(limit) => limit.wrap(cmd),
             None => cmd,
-        };
-        (cmd, timer)
+        }
     }
 }
 
 /// One transfer by one peer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PeerRun {
+pub(crate) struct PeerRun {
     /// From starting the sender until sender and receiver have both exited. Includes process
     /// start-up (a few ms for the wrappers) and, for TLS and SSH, the handshake: the thesis's
     /// "total time".
-    pub wall: Duration,
-    /// User + system CPU of the sender process tree (zero when not measured).
-    pub sender_cpu: Duration,
-    /// Whether `sender_cpu` was measured (bash or GNU time present).
-    pub cpu_measured: bool,
+    pub(crate) wall: Duration,
+    /// User + system CPU of the sender and the children it waited for.
+    pub(crate) sender_cpu: Duration,
     /// Payload bytes moved.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Throughput the tool itself reported, if it reports one (iperf3: receiver side).
-    pub reported_bits_per_second: Option<f64>,
+    pub(crate) reported_bits_per_second: Option<f64>,
 }
 
 impl PeerRun {
     /// Payload bits per second over the whole wall time.
-    pub fn bits_per_second(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn bits_per_second(&self) -> f64 {
         self.bytes as f64 * 8.0 / self.wall.as_secs_f64().max(1e-9)
     }
 }
@@ -110,7 +104,7 @@ impl PeerRun {
 ///
 /// Methods take `&self` so a list of peers can be iterated and reused across repeated runs (the
 /// scp peer keeps its sshd running between transfers behind a mutex).
-pub trait Peer {
+pub(crate) trait Peer {
     /// Name for tables and plots, e.g. "socat+openssl".
     fn name(&self) -> String;
 
@@ -130,7 +124,7 @@ pub trait Peer {
 ///
 /// `cert_dir` is what `sieve certs --dir` wrote; socat's TLS uses the same certificate as the
 /// sieve's receiver.
-pub fn all(cert_dir: &Path) -> Vec<Box<dyn Peer>> {
+pub(crate) fn all(cert_dir: &Path) -> Vec<Box<dyn Peer>> {
     fn or_missing<P: Peer + 'static>(name: String, made: Result<P, String>) -> Box<dyn Peer> {
         match made {
             Ok(p) => Box::new(p),
@@ -176,12 +170,12 @@ impl Peer for Missing {
 
 /// Plain TCP with `socat`: the cost of moving a file through sockets with no security at all.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SocatTcp;
+pub(crate) struct SocatTcp;
 
 impl SocatTcp {
     /// `socat` is installed.
-    pub fn available() -> Result<(), String> {
-        need("socat", &["-V"])
+    pub(crate) fn available() -> Result<(), String> {
+        need("socat")
     }
 }
 
@@ -210,15 +204,15 @@ impl Peer for SocatTcp {
 /// TLS with `socat`'s OpenSSL addresses, certificate verified by the client as a real client
 /// would. Cipher suite: OpenSSL's default choice for TLS 1.3 (AES-256-GCM on x86 with AES-NI).
 #[derive(Debug)]
-pub struct SocatTls {
+pub(crate) struct SocatTls {
     certs: PathBuf,
     _generated: Option<TempDir>,
 }
 
 impl SocatTls {
     /// `socat` built with OpenSSL is installed (and `openssl`, to make certificates if needed).
-    pub fn available() -> Result<(), String> {
-        need("socat", &["-V"])?;
+    pub(crate) fn available() -> Result<(), String> {
+        need("socat")?;
         let out = Command::new("socat")
             .arg("-V")
             .output()
@@ -232,7 +226,7 @@ impl SocatTls {
     /// Use `cert_dir` (as written by `sieve certs --dir D`: `ca.pem`, `server.pem`, `server.key`
     /// for localhost), or with `None` make a self-signed P-256 certificate for localhost in a
     /// temporary directory removed on drop.
-    pub fn new(cert_dir: Option<&Path>) -> Result<SocatTls> {
+    pub(crate) fn new(cert_dir: Option<&Path>) -> Result<SocatTls> {
         match cert_dir {
             Some(dir) => {
                 for f in ["ca.pem", "server.pem", "server.key"] {
@@ -301,7 +295,7 @@ impl Peer for SocatTls {
 /// The SSH ciphers worth comparing: what OpenSSH picks on hardware with AES instructions, and the
 /// one it picks without them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScpCipher {
+pub(crate) enum ScpCipher {
     /// `aes128-gcm@openssh.com`.
     Aes128Gcm,
     /// `chacha20-poly1305@openssh.com`.
@@ -310,7 +304,7 @@ pub enum ScpCipher {
 
 impl ScpCipher {
     /// OpenSSH's name for `-c`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ScpCipher::Aes128Gcm => "aes128-gcm@openssh.com",
             ScpCipher::Chacha20Poly1305 => "chacha20-poly1305@openssh.com",
@@ -324,8 +318,7 @@ impl ScpCipher {
 ///
 /// Uses the legacy SCP protocol (`-O`): the default SFTP mode tries `fsetstat` on `/dev/null`,
 /// which fails with a warning; the bytes moved and the cipher are the same.
-#[derive(Debug)]
-pub struct Scp {
+pub(crate) struct Scp {
     cipher: ScpCipher,
     dir: TempDir,
     user: String,
@@ -333,23 +326,13 @@ pub struct Scp {
 }
 
 /// A running `sshd -D`, killed on drop.
-#[derive(Debug)]
 struct Sshd {
-    child: Option<Child>,
+    child: Watched,
     /// The namespace it runs in (`None`: the host's loopback).
     ns: Option<String>,
     host: Ipv4Addr,
     port: u16,
     _privsep: PrivsepDir,
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
 }
 
 /// Absolute path the sshd binary must be started with (it re-executes itself).
@@ -359,20 +342,20 @@ impl Scp {
     /// `scp`, `ssh`, `ssh-keygen` and `/usr/sbin/sshd` are installed, and we are root: sshd
     /// needs its privilege-separation directory (`/run/sshd`, root-owned) and only root can log
     /// in as a user other than itself, so an unprivileged lab skips this peer.
-    pub fn available() -> Result<(), String> {
+    pub(crate) fn available() -> Result<(), String> {
         if !crate::scenario::is_root() {
             return Err("scp needs root to run its own sshd".into());
         }
         if !Path::new(SSHD).is_file() {
             return Err(format!("{SSHD} not installed (openssh-server)"));
         }
-        which("ssh-keygen")?;
-        which("scp")?;
-        which("ssh")
+        need("ssh-keygen")?;
+        need("scp")?;
+        need("ssh")
     }
 
     /// Make the keys and configuration (the daemon starts on the first transfer).
-    pub fn new(cipher: ScpCipher) -> Result<Scp> {
+    pub(crate) fn new(cipher: ScpCipher) -> Result<Scp> {
         let dir = tempfile::Builder::new().prefix("sieve-lab-ssh").tempdir()?;
         for key in ["host_key", "client_key"] {
             run(Command::new("ssh-keygen")
@@ -403,7 +386,7 @@ impl Scp {
     }
 
     /// The name in tables: "scp aes128-gcm" or "scp chacha20-poly1305".
-    pub fn label_for(cipher: ScpCipher) -> String {
+    pub(crate) fn label_for(cipher: ScpCipher) -> String {
         format!("scp {}", cipher.name().split('@').next().unwrap_or(""))
     }
 
@@ -414,12 +397,8 @@ impl Scp {
             .sshd
             .lock()
             .map_err(|_| anyhow!("sshd lock poisoned"))?;
-        if let Some(s) = slot.as_mut() {
-            let alive = s
-                .child
-                .as_mut()
-                .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
-            if alive && s.ns == ns {
+        if let Some(s) = slot.as_ref() {
+            if !s.child.exited() && s.ns == ns {
                 return Ok((s.host, s.port));
             }
         }
@@ -446,25 +425,16 @@ impl Scp {
         let mut cmd = Command::new(SSHD);
         cmd.arg("-D").arg("-e").arg("-f").arg(&cfg);
         let mut cmd = ctx.server(cmd);
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .context("cannot start sshd")?;
-        let mut sshd = Sshd {
-            child: Some(child),
+        let child = Watched::spawn(cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log))?;
+        let sshd = Sshd {
+            child,
             ns,
             host,
             port,
             _privsep: privsep,
         };
-        let pid = sshd.child.as_ref().map_or(0, Child::id);
-        if let Err(e) = wait_listening(pid, port, Duration::from_secs(10)) {
-            let running = sshd
-                .child
-                .as_mut()
-                .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
+        if let Err(e) = wait_listening(sshd.child.id(), port, Duration::from_secs(10)) {
+            let running = !sshd.child.exited();
             drop(sshd);
             let log = fs::read_to_string(d.join("sshd.log")).unwrap_or_default();
             bail!(
@@ -496,27 +466,21 @@ impl Peer for Scp {
             .args(["-P", &port.to_string(), "-c", self.cipher.name()])
             .arg(file)
             .arg(format!("{}@{host}:/dev/null", self.user));
-        let tmp = tempfile::Builder::new()
-            .prefix("sieve-lab-time")
-            .tempdir()?;
-        let (mut client, timer) = ctx.sender(client, &tmp.path().join("time"));
+        let mut client = ctx.sender(client);
         let start = Instant::now();
-        let mut child = client
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("cannot start scp")?;
-        let status = wait_deadline(&mut child, ctx.timeout_for(bytes))?;
-        let wall = start.elapsed();
-        if !status.success() {
-            bail!("scp failed ({status}): {}", read_stderr(&mut child));
+        let mut child = Watched::spawn(
+            client
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+        )?;
+        let exit = child.wait_until(start + ctx.timeout_for(bytes))?;
+        if !exit.status.success() {
+            bail!("scp failed ({}): {}", exit.status, child.read_stderr());
         }
-        let cpu = timer.read()?;
         Ok(PeerRun {
-            wall,
-            sender_cpu: cpu.unwrap_or_default(),
-            cpu_measured: cpu.is_some(),
+            wall: exit.at - start,
+            sender_cpu: exit.cpu,
             bytes,
             reported_bits_per_second: None,
         })
@@ -567,12 +531,12 @@ impl Drop for PrivsepDir {
 /// therefore what the receiver reported (for 5 MB over the 100 Mbit/s link, about 4.6 MB), and
 /// [`PeerRun::reported_bits_per_second`] the receiver's rate; on loopback both match the request.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Iperf3;
+pub(crate) struct Iperf3;
 
 impl Iperf3 {
     /// `iperf3` is installed.
-    pub fn available() -> Result<(), String> {
-        need("iperf3", &["-v"])
+    pub(crate) fn available() -> Result<(), String> {
+        need("iperf3")
     }
 }
 
@@ -606,30 +570,21 @@ fn one_shot(
 ) -> Result<PeerRun> {
     let bytes = file_len(file)?;
     let timeout = ctx.timeout_for(bytes);
-    let server_name = format!("{:?}", server.get_program());
     let mut server = ctx.server(server);
-    let mut server = Guard(
+    let mut server = Watched::spawn(
         server
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot start the receiver {server_name}"))?,
-    );
-    if let Err(e) = wait_listening(server.0.id(), port, Duration::from_secs(10)) {
-        let _ = server.0.kill();
-        let _ = server.0.wait();
-        bail!(
-            "receiver did not listen: {e:#}; {}",
-            read_stderr(&mut server.0)
-        );
+            .stderr(Stdio::piped()),
+    )
+    .context("cannot start the receiver")?;
+    if let Err(e) = wait_listening(server.id(), port, Duration::from_secs(10)) {
+        server.kill();
+        bail!("receiver did not listen: {e:#}; {}", server.read_stderr());
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("sieve-lab-time")
-        .tempdir()?;
-    let (mut client, timer) = ctx.sender(client, &tmp.path().join("time"));
+    let mut client = ctx.sender(client);
     let start = Instant::now();
-    let mut sender = Guard(
+    let mut sender = Watched::spawn(
         client
             .stdin(Stdio::null())
             .stdout(if json_report {
@@ -637,32 +592,32 @@ fn one_shot(
             } else {
                 Stdio::null()
             })
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("cannot start the sender")?,
-    );
+            .stderr(Stdio::piped()),
+    )
+    .context("cannot start the sender")?;
     // Read the report while the sender runs, so a large one cannot fill the pipe and stall it.
-    let report = sender.0.stdout.take().map(|mut out| {
+    let report = sender.take_stdout().map(|mut out| {
         thread::spawn(move || {
             let mut s = String::new();
             let _ = out.read_to_string(&mut s);
             s
         })
     });
-    let sent = wait_deadline(&mut sender.0, timeout)?;
-    let received = wait_deadline(&mut server.0, timeout)?;
-    let wall = start.elapsed();
+    let deadline = start + timeout;
+    let sent = sender.wait_until(deadline)?;
+    let received = server.wait_until(deadline)?;
+    let wall = received.at.max(sent.at) - start;
     let report = report.and_then(|h| h.join().ok()).unwrap_or_default();
-    if !sent.success() {
-        bail!("sender failed ({sent}): {}", read_stderr(&mut sender.0));
+    if !sent.status.success() {
+        bail!("sender failed ({}): {}", sent.status, sender.read_stderr());
     }
-    if !received.success() {
+    if !received.status.success() {
         bail!(
-            "receiver failed ({received}): {}",
-            read_stderr(&mut server.0)
+            "receiver failed ({}): {}",
+            received.status,
+            server.read_stderr()
         );
     }
-    let cpu = timer.read()?;
     let (bytes, reported) = if json_report {
         let (bps, received) = iperf3_received(&report)?;
         (received, Some(bps))
@@ -671,8 +626,7 @@ fn one_shot(
     };
     Ok(PeerRun {
         wall,
-        sender_cpu: cpu.unwrap_or_default(),
-        cpu_measured: cpu.is_some(),
+        sender_cpu: sent.cpu,
         bytes,
         reported_bits_per_second: reported,
     })
@@ -691,114 +645,6 @@ fn iperf3_received(json: &str) -> Result<(f64, u64)> {
         (Some(bps), Some(bytes)) => Ok((bps, bytes)),
         _ => bail!("iperf3 report has no end.sum_received"),
     }
-}
-
-/// How the sender's CPU time is taken; see the module documentation.
-#[derive(Debug)]
-enum Timer {
-    Bash(PathBuf),
-    GnuTime(PathBuf),
-    None,
-}
-
-impl Timer {
-    fn wrap(cmd: Command, file: &Path) -> (Command, Timer) {
-        if which("bash").is_ok() {
-            // `{ time cmd 2>&4; } 4>&2 2>FILE`: the report goes to FILE, the command's own stderr
-            // to the original stderr, and the exit status is the command's.
-            let script = "TIMEFORMAT='%3U %3S'; f=$1; shift; { time \"$@\" 2>&4; } 4>&2 2>\"$f\"";
-            let mut c = prefix_command(
-                "bash",
-                [
-                    std::ffi::OsStr::new("-c"),
-                    script.as_ref(),
-                    "bash".as_ref(),
-                    file.as_os_str(),
-                ],
-                &cmd,
-            );
-            c.env("LC_ALL", "C");
-            (c, Timer::Bash(file.to_path_buf()))
-        } else if Path::new("/usr/bin/time").is_file() {
-            let c = prefix_command(
-                "/usr/bin/time",
-                [
-                    "-f".as_ref(),
-                    "%U %S".as_ref(),
-                    "-o".as_ref(),
-                    file.as_os_str(),
-                ],
-                &cmd,
-            );
-            (c, Timer::GnuTime(file.to_path_buf()))
-        } else {
-            (cmd, Timer::None)
-        }
-    }
-
-    /// The sender's user + system time, once it has exited.
-    fn read(&self) -> Result<Option<Duration>> {
-        let file = match self {
-            Timer::Bash(f) | Timer::GnuTime(f) => f,
-            Timer::None => return Ok(None),
-        };
-        let text = fs::read_to_string(file)
-            .with_context(|| format!("no CPU time report in {}", file.display()))?;
-        parse_user_sys(&text)
-            .map(Some)
-            .ok_or_else(|| anyhow!("cannot parse CPU time report {text:?}"))
-    }
-}
-
-/// "U S" in seconds (the last line that parses: GNU time may print a warning line first).
-fn parse_user_sys(text: &str) -> Option<Duration> {
-    text.lines().rev().find_map(|line| {
-        let mut it = line.split_whitespace().map(|t| t.parse::<f64>());
-        match (it.next(), it.next(), it.next()) {
-            (Some(Ok(u)), Some(Ok(s)), None) if u >= 0.0 && s >= 0.0 => {
-                Some(Duration::from_secs_f64(u + s))
-            }
-            _ => None,
-        }
-    })
-}
-
-/// A child that is killed and reaped if we leave early (error, panic), so no receiver lingers.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// Wait for `child` with a blocking `wait` (exact timing, no polling), while a watchdog thread
-/// kills it if it is not done by `timeout`.
-fn wait_deadline(child: &mut Child, timeout: Duration) -> Result<ExitStatus> {
-    let pid = child.id();
-    let (done, watch) = mpsc::channel::<()>();
-    let watchdog = thread::spawn(move || {
-        if let Err(mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(timeout) {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .stderr(Stdio::null())
-                .status();
-            true
-        } else {
-            false
-        }
-    });
-    let status = child.wait();
-    let _ = done.send(());
-    let killed = watchdog.join().unwrap_or(false);
-    let status = status.context("cannot wait for a peer process")?;
-    if killed {
-        bail!("timed out after {timeout:?}");
-    }
-    Ok(status)
 }
 
 /// Wait until the process `pid` has a TCP socket listening on `port`, as seen in
@@ -861,52 +707,16 @@ fn file_len(file: &Path) -> Result<u64> {
         .len())
 }
 
-fn read_stderr(child: &mut Child) -> String {
-    let mut s = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut s);
-    }
-    s.trim().to_string()
-}
-
-/// The tool runs (exit status aside: some print their version and exit non-zero).
-fn need(tool: &str, args: &[&str]) -> Result<(), String> {
-    Command::new(tool)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
+/// `tool` is an executable on PATH.
+fn need(tool: &str) -> Result<(), String> {
+    which::which(tool)
         .map(drop)
         .map_err(|_| format!("`{tool}` not installed"))
-}
-
-/// `tool` is an executable somewhere on PATH.
-fn which(tool: &str) -> Result<(), String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join(tool))
-        .any(|p| p.is_file())
-        .then_some(())
-        .ok_or_else(|| format!("`{tool}` not installed"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_cpu_reports() {
-        assert_eq!(
-            parse_user_sys("0.012 0.004\n"),
-            Some(Duration::from_millis(16))
-        );
-        assert_eq!(
-            parse_user_sys("Command exited with non-zero status 1\n0.50 0.25\n"),
-            Some(Duration::from_millis(750))
-        );
-        assert_eq!(parse_user_sys("garbage"), None);
-    }
 
     #[test]
     fn finds_listening_sockets() {

@@ -6,27 +6,30 @@
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
+use crate::child::Watched;
+
 /// The `sieve` binary and a folder with certificates for it.
 #[derive(Debug, Clone)]
-pub struct Tools {
-    pub sieve: PathBuf,
-    pub certs: PathBuf,
+pub(crate) struct Tools {
+    pub(crate) sieve: PathBuf,
+    pub(crate) certs: PathBuf,
     /// Whether the binary was built with the (insecure) thesis TLS 1.2 suites.
-    pub thesis_suites: bool,
+    pub(crate) thesis_suites: bool,
 }
 
 /// The thesis's TLS 1.2 suites, by the names `sieve send --insecure-thesis-suite` takes.
-pub const THESIS_SUITES: [&str; 2] = ["3des-ede-cbc-sha", "aes256-cbc-sha"];
+pub(crate) const THESIS_SUITES: [&str; 2] = ["3des-ede-cbc-sha", "aes256-cbc-sha"];
 
 impl Tools {
     /// Make development certificates in `dir` with `sieve certs`.
-    pub fn new(sieve: PathBuf, dir: &Path) -> Result<Tools> {
+    pub(crate) fn new(sieve: PathBuf, dir: &Path) -> Result<Tools> {
         let certs = dir.join("certs");
         let st = Command::new(&sieve)
             .args(["certs", "--dir"])
@@ -52,40 +55,47 @@ impl Tools {
 }
 
 /// How to start a process: directly, or wrapped (network namespace, CPU limit).
-pub type Wrap<'a> = &'a dyn Fn(Command) -> Command;
+pub(crate) type Wrap<'a> = &'a dyn Fn(Command) -> Command;
 
-pub fn no_wrap(c: Command) -> Command {
+pub(crate) fn no_wrap(c: Command) -> Command {
     c
 }
 
-/// A running `sieve serve`.
-pub struct Receiver {
-    child: Child,
-    pub tls: SocketAddr,
-    pub plain: SocketAddr,
-    _out: tempfile::TempDir,
+/// A running `sieve serve`, stopped on drop.
+pub(crate) struct Receiver {
+    child: Watched,
+    pub(crate) tls: SocketAddr,
+    _work: tempfile::TempDir,
+}
+
+/// What `sieve serve --ready-file` writes once both listeners are bound.
+#[derive(Deserialize)]
+struct Ready {
+    tls: SocketAddr,
 }
 
 impl Receiver {
     /// Start a receiver listening on `ip` (ports chosen by the kernel), with `--discard` unless
     /// `write` is set.
-    pub fn start(tools: &Tools, ip: &str, write: bool, wrap: Wrap<'_>) -> Result<Receiver> {
+    pub(crate) fn start(tools: &Tools, ip: &str, write: bool, wrap: Wrap<'_>) -> Result<Receiver> {
         Receiver::start_with(tools, ip, write, &[], wrap)
     }
 
-    /// [`Receiver::start`] with extra arguments for `sieve serve`.
-    pub fn start_with(
+    /// [`Receiver::start`] with extra arguments for `sieve serve`. Ready when the receiver has
+    /// written its `--ready-file`; its log is kept for the error if it never gets there.
+    pub(crate) fn start_with(
         tools: &Tools,
         ip: &str,
         write: bool,
         extra: &[&str],
         wrap: Wrap<'_>,
     ) -> Result<Receiver> {
-        let out = tempfile::tempdir()?;
+        let work = tempfile::tempdir()?;
+        let ready_file = work.path().join("ready.json");
         let mut cmd = Command::new(&tools.sieve);
         cmd.arg("serve")
             .arg("--dir")
-            .arg(out.path())
+            .arg(work.path())
             .arg("--cert")
             .arg(tools.certs.join("server.pem"))
             .arg("--key")
@@ -97,8 +107,9 @@ impl Receiver {
                 &format!("{ip}:0"),
             ])
             .args(["--max-sessions", "256"])
+            .arg("--ready-file")
+            .arg(&ready_file)
             .args(extra)
-            .env("RUST_LOG", "info")
             .env("NO_COLOR", "1");
         if write {
             // Every round sends the same documents again.
@@ -111,77 +122,80 @@ impl Receiver {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        let mut child = cmd.spawn().context("cannot start `sieve serve`")?;
-        let stderr = child.stderr.take().context("no stderr")?;
-        let mut lines = BufReader::new(stderr).lines();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let (mut tls, mut plain) = (None, None);
-        while Instant::now() < deadline {
-            let Some(line) = lines.next() else { break };
-            let line = line?;
-            if line.contains("receiver listening") {
-                tls = field(&line, "tls=").and_then(|s| s.parse().ok());
-                plain = field(&line, "plain=").and_then(|s| s.parse().ok());
-                break;
-            }
+        let mut child = Watched::spawn(&mut cmd).context("cannot start `sieve serve`")?;
+        // Keep draining the log so the receiver never blocks on a full pipe; keep its end.
+        let log = Arc::new(Mutex::new(String::new()));
+        if let Some(stderr) = child.take_stderr() {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if let Ok(mut l) = log.lock() {
+                        if l.len() > 16 << 10 {
+                            l.clear();
+                        }
+                        l.push_str(&line);
+                        l.push('\n');
+                    }
+                }
+            });
         }
-        // Keep draining the log so the receiver never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        match (tls, plain) {
-            (Some(tls), Some(plain)) => Ok(Receiver {
-                child,
-                tls,
-                plain,
-                _out: out,
-            }),
-            _ => {
-                let _ = child.kill();
-                bail!("`sieve serve` did not report its addresses")
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(text) = std::fs::read(&ready_file) {
+                let ready: Ready = serde_json::from_slice(&text)
+                    .context("`sieve serve` wrote a ready file the lab cannot read")?;
+                return Ok(Receiver {
+                    child,
+                    tls: ready.tls,
+                    _work: work,
+                });
             }
+            if child.exited() || Instant::now() >= deadline {
+                child.kill();
+                let log = log.lock().map(|l| l.clone()).unwrap_or_default();
+                bail!("`sieve serve` did not get ready:\n{}", log.trim());
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
-}
 
-impl Receiver {
     /// CPU time (user + system) the receiver process has used so far, in ms.
-    pub fn cpu_ms(&self) -> f64 {
+    pub(crate) fn cpu_ms(&self) -> f64 {
         proc_cpu_ms(self.child.id())
     }
 }
 
 /// CPU time of a running process in ms (see [`sieve_transport::cpu::cpu_time`]).
-pub fn proc_cpu_ms(pid: u32) -> f64 {
+pub(crate) fn proc_cpu_ms(pid: u32) -> f64 {
     sieve_transport::cpu::cpu_time(Some(pid)).as_secs_f64() * 1e3
 }
 
-fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let i = line.find(key)? + key.len();
-    line[i..].split_whitespace().next()
+/// The options of one `sieve send` invocation.
+#[derive(Debug, Clone)]
+pub(crate) struct SendOptions {
+    pub(crate) mode: &'static str,
+    pub(crate) n: u8,
+    pub(crate) m: u8,
+    pub(crate) split: &'static str,
+    pub(crate) batch_split: &'static str,
+    pub(crate) cipher: &'static str,
+    pub(crate) processing_ms_per_mb: f64,
+    pub(crate) ranges: Option<PathBuf>,
 }
 
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl SendOptions {
+    /// The defaults, in secure-only mode.
+    pub(crate) fn secure_only() -> SendOptions {
+        SendOptions {
+            mode: "secure-only",
+            ..SendOptions::default()
+        }
     }
 }
 
-/// One `sieve send` invocation.
-#[derive(Debug, Clone)]
-pub struct Send {
-    pub mode: &'static str,
-    pub n: u8,
-    pub m: u8,
-    pub split: &'static str,
-    pub batch_split: &'static str,
-    pub cipher: &'static str,
-    pub processing_ms_per_mb: f64,
-    pub ranges: Option<PathBuf>,
-}
-
-impl Default for Send {
+impl Default for SendOptions {
     fn default() -> Self {
-        Send {
+        SendOptions {
             mode: "sieve",
             n: 1,
             m: 1,
@@ -196,33 +210,32 @@ impl Default for Send {
 
 /// The fields of `sieve send --json` the lab uses.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct Session {
-    pub mode: String,
-    pub docs: usize,
-    pub docs_ok: usize,
-    pub bytes: u64,
-    pub secure_bytes: u64,
-    pub plain_bytes: u64,
-    pub connect_ms: f64,
-    pub connect_first_tls_ms: f64,
-    pub connect_extra_tls_ms: f64,
-    pub connect_plain_ms: f64,
-    pub response_ms: f64,
-    pub total_ms: f64,
-    pub sieve_ms: f64,
+pub(crate) struct Session {
+    pub(crate) docs: usize,
+    pub(crate) docs_ok: usize,
+    pub(crate) bytes: u64,
+    pub(crate) secure_bytes: u64,
+    pub(crate) plain_bytes: u64,
+    pub(crate) connect_ms: f64,
+    pub(crate) connect_first_tls_ms: f64,
+    pub(crate) connect_extra_tls_ms: f64,
+    pub(crate) connect_plain_ms: f64,
+    pub(crate) response_ms: f64,
+    pub(crate) total_ms: f64,
+    pub(crate) sieve_ms: f64,
     #[serde(default)]
-    pub processing_ms: f64,
-    pub split_ms: f64,
-    pub transfer_ms: f64,
-    pub combine_ms: f64,
-    pub integrate_ms: f64,
-    pub cpu_ms: f64,
-    pub cipher: String,
+    pub(crate) processing_ms: f64,
+    pub(crate) split_ms: f64,
+    pub(crate) transfer_ms: f64,
+    pub(crate) combine_ms: f64,
+    pub(crate) integrate_ms: f64,
+    pub(crate) cpu_ms: f64,
+    pub(crate) cipher: String,
 }
 
-impl Send {
+impl SendOptions {
     /// Run one transfer of `files` to `to` and return its measurements.
-    pub fn run(
+    pub(crate) fn run(
         &self,
         tools: &Tools,
         to: SocketAddr,

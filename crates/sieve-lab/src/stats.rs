@@ -1,110 +1,11 @@
-//! Summary statistics for repeated measurements, as the thesis reports them (§5.1).
+//! Order statistics for repeated measurements: the median's distribution-free interval (the
+//! lab's one estimator, [`crate::common::estimate`], rests on it), quantiles, and the mean the
+//! queueing simulation reports.
 //!
-//! The thesis gives, for every point, the mean of 500 runs with a 95 % confidence interval and an
-//! improvement computed by its equation 1. We report both the mean (with a Student-t interval, to
-//! stand beside the thesis's numbers) and the median (with a distribution-free interval), because
-//! transfer times on a shared machine have long right tails: one slow run moves the mean and its
-//! interval, the median hardly. Which of the two a report leads with is the report's choice; both
-//! are computed here, from the same sample, by the same code.
-//!
-//! All functions take plain slices of `f64` and never panic. Inputs are expected to be finite;
-//! a NaN is ordered after every number (by [`f64::total_cmp`]) and so ends up as the maximum.
-
-use serde::Serialize;
-
-/// Summary of one sample of measurements.
-///
-/// Fields that cannot be estimated from the sample are NaN: everything when `n == 0`, and
-/// `stddev` and `ci95_mean` when `n == 1` (one value says nothing about spread). See
-/// [`summarize`] for what the two intervals are.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Summary {
-    /// Number of values.
-    pub n: usize,
-    /// Arithmetic mean.
-    pub mean: f64,
-    /// Median (mean of the two middle values when `n` is even).
-    pub median: f64,
-    /// Smallest value.
-    pub min: f64,
-    /// Largest value.
-    pub max: f64,
-    /// Sample standard deviation (denominator `n − 1`).
-    pub stddev: f64,
-    /// 95 % Student-t confidence interval of the mean.
-    pub ci95_mean: (f64, f64),
-    /// Distribution-free confidence interval of the median from order statistics; 95 % or more
-    /// when `n >= 6`, the full range `(min, max)` with lower coverage below that
-    /// (see [`median_ci_ranks`]).
-    pub ci95_median: (f64, f64),
-}
-
-/// Summarises a sample: mean, median, extremes, standard deviation and two 95 % intervals.
-///
-/// * `ci95_mean` is `mean ± t(0.975, n − 1) · stddev / √n`, the interval the thesis reports.
-///   It assumes the sample mean is close to normal, which holds for our sample sizes even when
-///   single measurements are skewed. `t` comes from [`t_975`].
-/// * `ci95_median` is `(x(j), x(k))`, two order statistics chosen from the binomial(n, ½)
-///   distribution of the number of values below the true median, so it needs no assumption
-///   about the distribution at all (see [`median_ci_ranks`]). For `n < 6` no pair of order
-///   statistics reaches 95 %; we then return the widest pair, `(min, max)`, whose exact coverage
-///   is `1 − 2^(1−n)`: 93.75 % for n = 5, 87.5 % for 4, 75 % for 3, 50 % for 2 and 0 for a
-///   single value (the interval is that value). Reports with so few runs must say so.
-pub fn summarize(xs: &[f64]) -> Summary {
-    let n = xs.len();
-    if n == 0 {
-        return Summary {
-            n: 0,
-            mean: f64::NAN,
-            median: f64::NAN,
-            min: f64::NAN,
-            max: f64::NAN,
-            stddev: f64::NAN,
-            ci95_mean: (f64::NAN, f64::NAN),
-            ci95_median: (f64::NAN, f64::NAN),
-        };
-    }
-    let sorted = sorted_copy(xs);
-    let mean = mean(xs);
-    let stddev = stddev(xs);
-    let ci95_mean = if n >= 2 {
-        let half = t_975(n - 1) * stddev / (n as f64).sqrt();
-        (mean - half, mean + half)
-    } else {
-        (f64::NAN, f64::NAN)
-    };
-    let ci95_median = match median_ci_ranks(n) {
-        // Ranks are 1-based and within 1..=n by construction.
-        Some((lo, hi, _)) => (sorted[lo - 1], sorted[hi - 1]),
-        None => (f64::NAN, f64::NAN),
-    };
-    Summary {
-        n,
-        mean,
-        median: quantile_sorted(&sorted, 0.5),
-        min: sorted[0],
-        max: sorted[n - 1],
-        stddev,
-        ci95_mean,
-        ci95_median,
-    }
-}
-
-/// Improvement of the sieve over secure-only in percent: thesis equation 1,
-/// `(secure_only − sieve) / secure_only × 100`.
-///
-/// Positive when the sieve is faster. Infinite or NaN when `secure_only` is 0.
-pub fn improvement(secure_only: f64, sieve: f64) -> f64 {
-    (secure_only - sieve) / secure_only * 100.0
-}
-
-/// Median of a sample (mean of the two middle values when the length is even); NaN when empty.
-pub fn median(xs: &[f64]) -> f64 {
-    quantile(xs, 0.5)
-}
+//! All functions take plain slices of `f64` and never panic.
 
 /// Arithmetic mean; NaN when empty.
-pub fn mean(xs: &[f64]) -> f64 {
+pub(crate) fn mean(xs: &[f64]) -> f64 {
     if xs.is_empty() {
         return f64::NAN;
     }
@@ -112,7 +13,8 @@ pub fn mean(xs: &[f64]) -> f64 {
 }
 
 /// Sample standard deviation (denominator `n − 1`); NaN for fewer than two values.
-pub fn stddev(xs: &[f64]) -> f64 {
+#[cfg(test)]
+pub(crate) fn stddev(xs: &[f64]) -> f64 {
     let n = xs.len();
     if n < 2 {
         return f64::NAN;
@@ -123,16 +25,10 @@ pub fn stddev(xs: &[f64]) -> f64 {
     (ss / (n - 1) as f64).sqrt()
 }
 
-/// The `q`-quantile (0 ≤ q ≤ 1) of a sample, interpolating linearly between order statistics
-/// (Hyndman & Fan type 7, the default of R and NumPy), so `quantile(xs, 0.5) == median(xs)`.
-/// NaN when empty; `q` is clamped to `[0, 1]`.
-pub fn quantile(xs: &[f64], q: f64) -> f64 {
-    quantile_sorted(&sorted_copy(xs), q)
-}
-
-/// [`quantile`] on a slice that is already sorted ascending (no copy, no sort): for computing
-/// several quantiles of one large sample.
-pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+/// The `q`-quantile (0 ≤ q ≤ 1) of a slice sorted ascending, interpolating linearly between
+/// order statistics (Hyndman & Fan type 7, the default of R and NumPy). NaN when empty; `q` is
+/// clamped to `[0, 1]`.
+pub(crate) fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     let n = sorted.len();
     if n == 0 {
         return f64::NAN;
@@ -145,32 +41,6 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * frac
 }
 
-/// Two-sided 95 % quantile of Student's t distribution, `t(0.975, df)`.
-///
-/// Exact to the three decimals of the usual tables for `df` 1 to 30 (embedded). Beyond 30 the
-/// value is the Cornish-Fisher expansion around 1.96 to second order in `1/df`, which matches
-/// tables to 3 decimals from df = 31 (2.040) and tends to 1.96; simply jumping to 1.96 at 31
-/// would make intervals of 31 to 100 runs 2-4 % too narrow. `df = 0` gives infinity (no
-/// interval can be formed from one value).
-pub fn t_975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, // 1-10
-        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, // 11-20
-        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042, // 21-30
-    ];
-    match df {
-        0 => f64::INFINITY,
-        1..=30 => T[df - 1],
-        _ => {
-            let z = 1.959_963_984_540_054_f64;
-            let v = df as f64;
-            let z3 = z * z * z;
-            let z5 = z3 * z * z;
-            z + (z3 + z) / (4.0 * v) + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * v * v)
-        }
-    }
-}
-
 /// Order-statistic ranks `(j, k, coverage)` (1-based, `j ≤ k`) of the distribution-free
 /// confidence interval `(x(j), x(k))` of the median of `n` values, and its exact coverage.
 ///
@@ -180,7 +50,7 @@ pub fn t_975(df: usize) -> f64 {
 /// For `n < 6` even `j = 1`, the full range, covers less than 95 %; we return it anyway, with
 /// its true coverage `1 − 2^(1−n)`, because it is the widest interval the data allow. `None`
 /// when `n == 0`.
-pub fn median_ci_ranks(n: usize) -> Option<(usize, usize, f64)> {
+pub(crate) fn median_ci_ranks(n: usize) -> Option<(usize, usize, f64)> {
     if n == 0 {
         return None;
     }
@@ -208,12 +78,6 @@ pub fn median_ci_ranks(n: usize) -> Option<(usize, usize, f64)> {
     Some((j, n + 1 - j, coverage.max(0.0)))
 }
 
-fn sorted_copy(xs: &[f64]) -> Vec<f64> {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    v
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,76 +87,15 @@ mod tests {
     }
 
     #[test]
-    fn median_odd_even_unsorted_and_empty() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert_eq!(median(&[7.0]), 7.0);
-        assert!(median(&[]).is_nan());
-    }
-
-    #[test]
     fn quantiles_type7() {
         let xs: Vec<f64> = (1..=11).map(f64::from).collect(); // 1..11
-        assert_eq!(quantile(&xs, 0.0), 1.0);
-        assert_eq!(quantile(&xs, 1.0), 11.0);
-        assert!(close(quantile(&xs, 0.95), 10.5, 1e-12));
-        assert!(close(quantile(&xs, 0.25), 3.5, 1e-12));
-    }
-
-    #[test]
-    fn improvement_is_thesis_eq1() {
-        // F5.1: 1MB-10 response 95 ms (sieve) vs 293 ms (secure-only) → 67.6 %.
-        assert!(close(improvement(293.0, 95.0), 67.576, 1e-3));
-        assert_eq!(improvement(100.0, 100.0), 0.0);
-        assert!(improvement(100.0, 110.0) < 0.0);
-    }
-
-    #[test]
-    fn summarize_known_sample() {
-        // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, sample variance 32/7.
-        let xs = [9.0, 2.0, 5.0, 4.0, 4.0, 7.0, 4.0, 5.0];
-        let s = summarize(&xs);
-        assert_eq!(s.n, 8);
-        assert_eq!(s.mean, 5.0);
-        assert_eq!(s.median, 4.5);
-        assert_eq!((s.min, s.max), (2.0, 9.0));
-        let sd = (32.0_f64 / 7.0).sqrt();
-        assert!(close(s.stddev, sd, 1e-12));
-        let half = 2.365 * sd / 8.0_f64.sqrt(); // t(0.975, 7) = 2.365
-        assert!(close(s.ci95_mean.0, 5.0 - half, 1e-12));
-        assert!(close(s.ci95_mean.1, 5.0 + half, 1e-12));
-        // n = 8: j = 1 (coverage 1 − 2·9/256 = 0.9297 < 0.95 for j = 2) → (min, max).
-        assert_eq!(s.ci95_median, (2.0, 9.0));
-    }
-
-    #[test]
-    fn summarize_small_and_empty() {
-        let e = summarize(&[]);
-        assert_eq!(e.n, 0);
-        assert!(e.mean.is_nan() && e.ci95_median.0.is_nan());
-        let one = summarize(&[3.0]);
-        assert_eq!(
-            (one.mean, one.median, one.min, one.max),
-            (3.0, 3.0, 3.0, 3.0)
-        );
-        assert!(one.stddev.is_nan() && one.ci95_mean.0.is_nan());
-        assert_eq!(one.ci95_median, (3.0, 3.0));
-        let five = summarize(&[5.0, 1.0, 3.0, 2.0, 4.0]);
-        assert_eq!(five.ci95_median, (1.0, 5.0));
-    }
-
-    #[test]
-    fn t_table_and_expansion() {
-        assert_eq!(t_975(1), 12.706);
-        assert_eq!(t_975(10), 2.228);
-        assert_eq!(t_975(30), 2.042);
-        // Published values: df 40 → 2.021, 60 → 2.000, 120 → 1.980; ∞ → 1.960.
-        assert!(close(t_975(31), 2.040, 1e-3));
-        assert!(close(t_975(40), 2.021, 1e-3));
-        assert!(close(t_975(60), 2.000, 1e-3));
-        assert!(close(t_975(120), 1.980, 1e-3));
-        assert!(close(t_975(1_000_000), 1.960, 1e-3));
-        assert!(t_975(0).is_infinite());
+        assert_eq!(quantile_sorted(&xs, 0.0), 1.0);
+        assert_eq!(quantile_sorted(&xs, 1.0), 11.0);
+        assert!(close(quantile_sorted(&xs, 0.95), 10.5, 1e-12));
+        assert!(close(quantile_sorted(&xs, 0.25), 3.5, 1e-12));
+        assert_eq!(quantile_sorted(&[1.0, 2.0, 3.0, 4.0], 0.5), 2.5);
+        assert!(quantile_sorted(&[], 0.5).is_nan());
+        assert_eq!(mean(&[1.0, 2.0, 6.0]), 3.0);
     }
 
     #[test]

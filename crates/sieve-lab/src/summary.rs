@@ -1,69 +1,267 @@
-//! `results/README.md`: every experiment on one page, with its key plot.
+//! `results/README.md`, generated from the folders' `findings.csv` alone: it leads with the
+//! finding the data support most strongly, gives the strongest result the other way, and tables
+//! where the sieve wins, ties and loses in every experiment.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use serde_json::json;
 
-use crate::experiments::{all, machine};
+use crate::common::record::read_csv;
+use crate::common::report::{fill, Finding};
+use crate::common::words::{Outcome, RULES};
+use crate::machine::Machine;
 
-const VERDICT: &str = "## Where the sieve still pays, and where it does not
+/// One folder of results.
+struct Folder {
+    name: String,
+    title: String,
+    plot: Option<String>,
+    findings: Vec<Finding>,
+}
 
-The thesis's 67 % improvement at P = 0.1 lived in a world where the secure channel was
-crypto-bound: TLS 1.0 with 3DES on a 2 GHz Core 2 moved about 3.4 MB/s. Put the thesis's own
-suites back (F5.3-5.4, built with the insecure `insecure-thesis-suites` feature) and its shape
-comes back on this machine too: **85 % at P = 0.1 and 4 % at P = 0.9 with 3DES-EDE-CBC-SHA**
-(thesis: 67 % and 7 %), 52 % at P = 0.1 with AES-256-CBC-SHA (thesis: 30 %). With today's TLS 1.3
-suites AES-GCM runs at roughly 11 GB/s per core, and the sieve competes with memory copies, not
-with a slow cipher. For 1-10 MB documents the fixed costs of a transfer dominate both modes and the
-sieve loses a little (F5.1: -8 % at 1MB-10, -5 % at 10MB-10; more at high P, where it pays for a
-second channel and a MAC without saving much encryption). On large documents it wins modestly: a 1
-GiB document at P = 0.1 answers in about 0.72-0.78 of the secure-only time (PEERS,
-`bench/transfer.sh`), because the sender maps the file, scans it for marks on both cores and hands
-cleartext to the socket by `sendfile(2)` without encrypting or copying it. It saves **CPU on the
-receiving side** (CPU-P: 30 % of the receiver's CPU per GB at P = 0.1), which matters for a
-receiver serving many senders. **It pays most where protecting a byte is expensive relative to
-moving it**: legacy ciphers (above) and per-byte application processing of classified data (F5.7,
-the thesis's AP emulation: 69 % at P = 0.1 over the emulated Wi-Fi). On 100 and 54 Mbit/s links
-(F5.5-5.6) neither encryption nor the sieve's scan matters, even with the sender limited to a
-quarter of a core: the link is the bottleneck, both systems move the same bytes, and they tie
-within half a per cent; the thesis's 8 % on Wi-Fi already pointed that way.
-";
+/// How strongly the data support a finding: how far its interval stays from 0 (0 when it
+/// contains 0).
+fn strength(f: &Finding) -> f64 {
+    match f.outcome {
+        Outcome::Wins => f.lo,
+        Outcome::Loses => -f.hi,
+        Outcome::Ties => 0.0,
+    }
+}
 
-/// Write `out/README.md` from the reports present in `out`.
-pub fn write(out: &Path) -> Result<()> {
-    let mut s = String::from("# Laboratory results\n\n");
-    let _ = writeln!(
-        s,
-        "Re-runs of the experiments of N. Lim (2011), chapter 5, against the real `sieve serve` and `sieve send` on this machine ({}). Each folder holds `data.csv` (every raw measurement), the figures (PNG and SVG; thesis values drawn dashed with hollow markers) and `report.md` (set-up, our figures beside the thesis's, and why the shape differs). Regenerate with `sieve lab run all` (or `--quick`).\n",
-        machine()
-    );
-    s.push_str("| experiment | what | report | key plot |\n|---|---|---|---|\n");
-    for e in all() {
-        let dir = e.id.replace('/', "_");
-        let d = out.join(&dir);
-        if !d.join("report.md").exists() {
-            let _ = writeln!(s, "| {} | {} | not run | |", e.id, e.title);
-            continue;
-        }
-        let mut pngs: Vec<String> = std::fs::read_dir(&d)?
+/// Write `out/README.md` from the results present in `out`.
+pub(crate) fn write(out: &Path) -> Result<()> {
+    let folders = read_folders(out)?;
+    let machine = folders
+        .iter()
+        .find_map(|f| std::fs::read(out.join(&f.name).join("machine.json")).ok())
+        .and_then(|b| serde_json::from_slice::<Machine>(&b).ok());
+    let text = render(&folders, machine.as_ref())?;
+    std::fs::write(out.join("README.md"), text).context("cannot write README.md")
+}
+
+fn read_folders(out: &Path) -> Result<Vec<Folder>> {
+    let mut folders = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(out)
+        .with_context(|| format!("cannot read {}", out.display()))?
+        .filter_map(|e| e.ok())
+        // Folders this lab wrote (report.json beside report.md): a folder left by an experiment
+        // that no longer exists is not summarised.
+        .filter(|e| e.path().join("report.md").is_file() && e.path().join("report.json").is_file())
+        .collect();
+    entries.sort_by_key(|e| sort_key(&e.file_name().to_string_lossy()));
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let report = std::fs::read_to_string(e.path().join("report.md")).unwrap_or_default();
+        let title = report
+            .lines()
+            .next()
+            .and_then(|l| l.split_once(": "))
+            .map_or(String::new(), |(_, t)| t.to_string());
+        let findings = match std::fs::File::open(e.path().join("findings.csv")) {
+            Ok(f) => read_csv(f).with_context(|| format!("{name}/findings.csv"))?,
+            Err(_) => Vec::new(),
+        };
+        let mut pngs: Vec<String> = std::fs::read_dir(e.path())?
             .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().to_string())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| n.ends_with(".png"))
             .collect();
         pngs.sort();
-        let plot = pngs
-            .first()
-            .map(|p| format!("![{}]({dir}/{p})", e.id))
-            .unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "| {} | {} | [report]({dir}/report.md) | {plot} |",
-            e.id, e.title
+        // The experiment's own choice of key plot (report.json), else its first figure.
+        let chosen = std::fs::read(e.path().join("report.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["key_plot"].as_str().map(|s| format!("{s}.png")))
+            .filter(|p| pngs.contains(p));
+        folders.push(Folder {
+            name,
+            title,
+            plot: chosen.or_else(|| pngs.into_iter().next()),
+            findings,
+        });
+    }
+    Ok(folders)
+}
+
+/// Thesis order: F5.2 before F5.10, then the tables, the queueing studies and our own.
+fn sort_key(name: &str) -> (u8, u32, String) {
+    let kind = match name.chars().next() {
+        Some('F') => 0,
+        Some('T') => 1,
+        Some('I') => 2,
+        _ => 3,
+    };
+    let number = name
+        .trim_start_matches(|c: char| !c.is_ascii_digit())
+        .split(|c: char| !c.is_ascii_digit())
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    (kind, number, name.to_string())
+}
+
+fn render(folders: &[Folder], machine: Option<&Machine>) -> Result<String> {
+    let all: Vec<&Finding> = folders.iter().flat_map(|f| &f.findings).collect();
+    let strongest = |want: Outcome| {
+        all.iter()
+            .filter(|f| f.outcome == want)
+            .max_by(|a, b| strength(a).total_cmp(&strength(b)))
+            .map(|f| describe(f))
+    };
+    let count = |o: Outcome| all.iter().filter(|f| f.outcome == o).count();
+    let lead_is_loss = all
+        .iter()
+        .max_by(|a, b| strength(a).total_cmp(&strength(b)))
+        .is_some_and(|f| f.outcome == Outcome::Loses);
+    let rows: Vec<_> = folders
+        .iter()
+        .map(|f| {
+            let n = |o: Outcome| f.findings.iter().filter(|x| x.outcome == o).count();
+            let extreme = |best: bool| {
+                f.findings
+                    .iter()
+                    .filter(|x| x.improvement.is_finite())
+                    .max_by(|a, b| {
+                        let o = a.improvement.total_cmp(&b.improvement);
+                        if best {
+                            o
+                        } else {
+                            o.reverse()
+                        }
+                    })
+                    .map_or("–".to_string(), |x| {
+                        format!("{} {}: {}", x.point, x.metric, x.estimate().pct())
+                    })
+            };
+            json!({
+                "name": f.name,
+                "id": f.name.replace('_', "/"),
+                "title": f.title,
+                "plot": f.plot,
+                "comparisons": f.findings.len(),
+                "wins": n(Outcome::Wins),
+                "ties": n(Outcome::Ties),
+                "losses": n(Outcome::Loses),
+                "best": extreme(true),
+                "worst": extreme(false),
+            })
+        })
+        .collect();
+    fill(
+        "summary.md",
+        include_str!("summary.md"),
+        json!({
+            "machine": machine.map_or("this machine (no machine.json found)".into(), Machine::line),
+            "machine_block": machine.map_or(String::new(), Machine::markdown),
+            "lead_is_loss": lead_is_loss,
+            "strongest_win": strongest(Outcome::Wins),
+            "strongest_loss": strongest(Outcome::Loses),
+            "comparisons": all.len(),
+            "wins": count(Outcome::Wins),
+            "ties": count(Outcome::Ties),
+            "losses": count(Outcome::Loses),
+            "rows": rows,
+            "rules": RULES,
+        }),
+    )
+}
+
+/// "F5.7, wifi+AP, 1MB-10, response time: the sieve is faster than secure-only by 69.0 % [..]".
+fn describe(f: &Finding) -> String {
+    let e = f.estimate();
+    let how = if f.outcome == Outcome::Loses {
+        format!("its improvement is {}", e.pct())
+    } else {
+        format!("by {}", e.pct())
+    };
+    let coverage = if f.coverage < 0.95 {
+        format!(" (interval coverage {:.1} %)", f.coverage * 100.0)
+    } else {
+        String::new()
+    };
+    // "faster" and "slower" are words for times; other quantities (CPU per GB) are less or more.
+    let verb = if f.metric.ends_with("time") {
+        f.outcome.verb().to_string()
+    } else {
+        match f.outcome {
+            Outcome::Wins => format!("needs less {} than", f.metric),
+            Outcome::Ties => format!("ties in {} with", f.metric),
+            Outcome::Loses => format!("needs more {} than", f.metric),
+        }
+    };
+    format!(
+        "{} ({}, {}): the sieve {verb} secure-only, {how} over {} rounds{coverage}",
+        f.experiment, f.point, f.metric, f.rounds
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::estimate::Estimate;
+
+    fn finding(exp: &str, lo: f64, hi: f64) -> Finding {
+        let e = Estimate {
+            point: (lo + hi) / 2.0,
+            lo,
+            hi,
+            coverage: 0.96,
+            n: 30,
+        };
+        Finding::new(exp, "1MB-10", "response time", &e)
+    }
+
+    fn folder(name: &str, findings: Vec<Finding>) -> Folder {
+        Folder {
+            name: name.into(),
+            title: "t".into(),
+            plot: None,
+            findings,
+        }
+    }
+
+    /// The summary leads with what the data support most strongly, whichever way it goes.
+    #[test]
+    fn leads_with_the_strongest_finding_losses_included() {
+        let text = render(
+            &[
+                folder(
+                    "F5.1",
+                    vec![finding("F5.1", -60.0, -40.0), finding("F5.1", -1.0, 2.0)],
+                ),
+                folder("F5.7", vec![finding("F5.7", 10.0, 30.0)]),
+            ],
+            None,
+        )
+        .unwrap();
+        let lead = text.split("## Where").next().unwrap();
+        assert!(lead.contains("slower"), "{lead}");
+        assert!(
+            lead.find("F5.1").unwrap() < lead.find("F5.7").unwrap(),
+            "{lead}"
+        );
+        assert!(
+            text.contains("| [F5.1](F5.1/report.md) | t | 2 | 0 | 1 | 1 |"),
+            "{text}"
+        );
+
+        let text = render(&[folder("F5.7", vec![finding("F5.7", 50.0, 70.0)])], None).unwrap();
+        let lead = text.split("## Where").next().unwrap();
+        assert!(
+            lead.contains("is faster than") && !lead.contains("slower"),
+            "{lead}"
         );
     }
-    s.push('\n');
-    s.push_str(VERDICT);
-    std::fs::write(out.join("README.md"), s)?;
-    Ok(())
+
+    #[test]
+    fn folders_sort_in_thesis_order() {
+        let mut v = ["PEERS", "F5.10-5.11", "TB.1-3", "F5.2", "ICPE-F7", "F5.1"];
+        v.sort_by_key(|n| sort_key(n));
+        assert_eq!(
+            v,
+            ["F5.1", "F5.2", "F5.10-5.11", "TB.1-3", "ICPE-F7", "PEERS"]
+        );
+    }
 }

@@ -10,13 +10,13 @@ use anyhow::{Context, Result};
 use sieve_core::gen::{write_xp, XpSpec, MB, WRITE_CHUNK};
 
 /// Generates and caches x-P files.
-pub struct Workloads {
+pub(crate) struct Workloads {
     dir: PathBuf,
     cache: HashMap<(u64, u64, u32), PathBuf>,
 }
 
 impl Workloads {
-    pub fn new(dir: &Path) -> Result<Workloads> {
+    pub(crate) fn new(dir: &Path) -> Result<Workloads> {
         std::fs::create_dir_all(dir)?;
         Ok(Workloads {
             dir: dir.to_path_buf(),
@@ -25,7 +25,7 @@ impl Workloads {
     }
 
     /// An x-P file of `bytes` content bytes (marks excluded); `copy` makes distinct names.
-    pub fn xp_bytes(&mut self, bytes: u64, p: f64, copy: u32) -> Result<PathBuf> {
+    pub(crate) fn xp_bytes(&mut self, bytes: u64, p: f64, copy: u32) -> Result<PathBuf> {
         let key = (bytes, (p * 1000.0).round() as u64, copy);
         if let Some(f) = self.cache.get(&key) {
             return Ok(f.clone());
@@ -56,12 +56,12 @@ impl Workloads {
     }
 
     /// The thesis's x-P file, x in MB.
-    pub fn xp(&mut self, x_mb: u64, p: f64) -> Result<PathBuf> {
+    pub(crate) fn xp(&mut self, x_mb: u64, p: f64) -> Result<PathBuf> {
         self.xp_bytes(x_mb * MB, p, 0)
     }
 
     /// Uneven file set UFS = {1MB-10, x-50, 1MB-90}.
-    pub fn ufs(&mut self, x_mb: u64) -> Result<Vec<PathBuf>> {
+    pub(crate) fn ufs(&mut self, x_mb: u64) -> Result<Vec<PathBuf>> {
         Ok(vec![
             self.xp(1, 0.1)?,
             self.xp(x_mb, 0.5)?,
@@ -70,7 +70,7 @@ impl Workloads {
     }
 
     /// Even file set EFS = {x-50, x-50, x-50} (three distinct files).
-    pub fn efs(&mut self, x_mb: u64) -> Result<Vec<PathBuf>> {
+    pub(crate) fn efs(&mut self, x_mb: u64) -> Result<Vec<PathBuf>> {
         (0..3)
             .map(|c| self.xp_bytes(x_mb * MB, 0.5, c + 1))
             .collect()

@@ -41,18 +41,19 @@ use serde::Serialize;
 use crate::stats;
 
 /// Mean total time of one 1MB-50 transfer in the thesis's Table 5.3 simulation (933 ms).
-pub const THESIS_SINGLE_S: f64 = 0.933;
+pub(crate) const THESIS_SINGLE_S: f64 = 0.933;
 /// Mean total time of a batch of five 1MB-50 files in the thesis's simulation (1552 ms).
-pub const THESIS_BATCH5_S: f64 = 1.552;
+pub(crate) const THESIS_BATCH5_S: f64 = 1.552;
 /// Number of requests per experiment in the thesis's simulation (2500, five runs each).
-pub const THESIS_REQUESTS: usize = 2500;
+#[cfg(test)]
+pub(crate) const THESIS_REQUESTS: usize = 2500;
 /// Share of requests (by arrival order) left out of the statistics by [`simulate`], so that a
 /// run starting from an empty system measures something closer to steady state.
-pub const WARMUP_FRACTION: f64 = 0.1;
+pub(crate) const WARMUP_FRACTION: f64 = 0.1;
 
 /// Service-time distribution of one unit of work, with its mean in seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub enum Service {
+pub(crate) enum Service {
     /// Always exactly this long: the thesis's executor slept for the mean total time.
     Deterministic(f64),
     /// Exponentially distributed with this mean: the M/M/1 textbook case.
@@ -61,14 +62,14 @@ pub enum Service {
 
 impl Service {
     /// Mean service time in seconds.
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         match *self {
             Service::Deterministic(m) | Service::Exponential(m) => m,
         }
     }
 
     /// Draws one service time.
-    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
+    pub(crate) fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
         match *self {
             Service::Deterministic(m) => m,
             Service::Exponential(m) => {
@@ -81,7 +82,7 @@ impl Service {
 
 /// Shape of the batch service-time distribution (its mean comes from [`BatchService`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Dist {
+pub(crate) enum Dist {
     /// Every batch of `k` takes exactly its mean.
     Deterministic,
     /// Exponential with the batch's mean.
@@ -95,18 +96,18 @@ pub enum Dist {
 /// manifest) from what each file pays (sieving, encrypting, sending); two measurements fix it
 /// ([`BatchService::through`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct BatchService {
+pub(crate) struct BatchService {
     /// Seconds paid once per batch.
-    pub per_batch: f64,
+    pub(crate) per_batch: f64,
     /// Seconds paid per request in the batch.
-    pub per_file: f64,
+    pub(crate) per_file: f64,
     /// Distribution shape.
-    pub dist: Dist,
+    pub(crate) dist: Dist,
 }
 
 impl BatchService {
     /// A batch service with explicit coefficients.
-    pub fn new(per_batch: f64, per_file: f64, dist: Dist) -> Self {
+    pub(crate) fn new(per_batch: f64, per_file: f64, dist: Dist) -> Self {
         Self {
             per_batch,
             per_file,
@@ -117,7 +118,7 @@ impl BatchService {
     /// The line through two measurements: one file takes `single` seconds and a batch of `k`
     /// files takes `batch` seconds. `k` must be at least 2 (checked when simulating: a `k` below
     /// 2 yields NaN coefficients, which [`try_simulate`] rejects).
-    pub fn through(single: f64, k: usize, batch: f64, dist: Dist) -> Self {
+    pub(crate) fn through(single: f64, k: usize, batch: f64, dist: Dist) -> Self {
         let per_file = (batch - single) / (k as f64 - 1.0);
         let per_file = if k >= 2 { per_file } else { f64::NAN };
         Self::new(single - per_file, per_file, dist)
@@ -125,17 +126,17 @@ impl BatchService {
 
     /// The thesis's Table 5.3 service: deterministic, 0.933 s for one file and 1.552 s for five,
     /// hence 0.778 s per batch plus 0.155 s per file.
-    pub fn thesis() -> Self {
+    pub(crate) fn thesis() -> Self {
         Self::through(THESIS_SINGLE_S, 5, THESIS_BATCH5_S, Dist::Deterministic)
     }
 
     /// Mean service time of a batch of `k` requests, in seconds.
-    pub fn mean(&self, k: usize) -> f64 {
+    pub(crate) fn mean(&self, k: usize) -> f64 {
         self.per_batch + self.per_file * k as f64
     }
 
     /// The service-time distribution of a batch of `k` requests.
-    pub fn for_batch(&self, k: usize) -> Service {
+    pub(crate) fn for_batch(&self, k: usize) -> Service {
         let m = self.mean(k);
         match self.dist {
             Dist::Deterministic => Service::Deterministic(m),
@@ -178,7 +179,7 @@ impl From<Service> for BatchService {
 
 /// When the sender sends, and how much.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Policy {
+pub(crate) enum Policy {
     /// One request at a time, FCFS: the thesis's "no batching".
     None,
     /// The thesis's batching: wait until `n` requests are queued, send them as one batch. A
@@ -197,7 +198,7 @@ impl Policy {
     /// Largest throughput (requests per second) the policy can sustain with `service`: the
     /// queue is stable only for `λ` below this. For [`Policy::Adaptive`] it is the best over
     /// the batch sizes the policy may use (the affine mean makes that an end point).
-    pub fn capacity(&self, service: &BatchService) -> f64 {
+    pub(crate) fn capacity(&self, service: &BatchService) -> f64 {
         let per_request = |k: usize| service.mean(k) / k as f64;
         match *self {
             Policy::None => 1.0 / per_request(1),
@@ -217,34 +218,34 @@ impl Policy {
 
 /// Result of one simulated run.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct SimResult {
+pub(crate) struct SimResult {
     /// Mean turnaround (completion − arrival) in seconds over the measured requests.
-    pub mean_turnaround: f64,
+    pub(crate) mean_turnaround: f64,
     /// Median turnaround (s).
-    pub p50: f64,
+    pub(crate) p50: f64,
     /// 95th percentile of turnaround (s).
-    pub p95: f64,
+    pub(crate) p95: f64,
     /// 99th percentile of turnaround (s).
-    pub p99: f64,
+    pub(crate) p99: f64,
     /// Share of time the server was busy, from time 0 to the last completion.
-    pub utilisation: f64,
+    pub(crate) utilisation: f64,
     /// Requests that completed (a [`Policy::Fixed`] run leaves a final partial batch unsent).
-    pub completed: usize,
+    pub(crate) completed: usize,
     /// Requests in the statistics: completed ones after the warm-up.
-    pub measured: usize,
+    pub(crate) measured: usize,
     /// Mean number of requests per batch sent.
-    pub mean_batch: f64,
+    pub(crate) mean_batch: f64,
     /// Requests arrived but not yet started at the moment of the last arrival.
-    pub backlog_at_end: usize,
+    pub(crate) backlog_at_end: usize,
     /// The queue grows without bound: `λ` is at or above [`Policy::capacity`], or
     /// `backlog_at_end` exceeds `max(100, n/20)` (plus one batch bound). A saturated run's
     /// turnaround is a transient that grows with the run's length, not a property of the system.
-    pub saturated: bool,
+    pub(crate) saturated: bool,
 }
 
 /// Why a simulation could not run.
 #[derive(Debug, Clone, PartialEq)]
-pub enum SimError {
+pub(crate) enum SimError {
     /// The arrival rate is not a positive finite number.
     InvalidLambda(f64),
     /// Service coefficients must be finite and give every batch the policy may send a
@@ -292,7 +293,7 @@ impl std::error::Error for SimError {}
 /// On invalid parameters (non-positive `lambda`, a batch size of 0, service coefficients that
 /// give some batch a non-positive or non-finite time, or too few requests to measure any): these are programming errors in the
 /// caller's constants. Use [`try_simulate`] to get them as an error instead.
-pub fn simulate(
+pub(crate) fn simulate(
     lambda: f64,
     policy: Policy,
     service: impl Into<BatchService>,
@@ -306,7 +307,7 @@ pub fn simulate(
 }
 
 /// [`simulate`] with an explicit warm-up fraction, returning invalid parameters as an error.
-pub fn try_simulate(
+pub(crate) fn try_simulate(
     lambda: f64,
     policy: Policy,
     service: impl Into<BatchService>,
@@ -418,7 +419,7 @@ pub fn try_simulate(
 /// one queueing centre with service demand `demand` (s) under Poisson arrivals at `lambda`
 /// (requests/s), the M/M/1 mean response time. `None` when the centre saturates (`λD ≥ 1`) or an
 /// input is negative or not finite.
-pub fn open_model_response(lambda: f64, demand: f64) -> Option<f64> {
+pub(crate) fn open_model_response(lambda: f64, demand: f64) -> Option<f64> {
     if !(lambda.is_finite() && demand.is_finite() && lambda >= 0.0 && demand >= 0.0) {
         return None;
     }
@@ -434,7 +435,7 @@ pub fn open_model_response(lambda: f64, demand: f64) -> Option<f64> {
 /// would grow with a longer run: no-batching at λ = 1.5 (ρ = 1.40, 350.56 s) and batching at
 /// λ = 3.5 (ρ = 1.09, 30.39 s). No-batching at λ = 1.0 (ρ = 0.93, 8.36 s) is stable but far from
 /// steady state in so short a run.
-pub fn thesis_table_5_3() -> Vec<(f64, Option<f64>, Option<f64>)> {
+pub(crate) fn thesis_table_5_3() -> Vec<(f64, Option<f64>, Option<f64>)> {
     vec![
         (0.1, Some(21.56), Some(0.982)),
         (0.3, Some(8.06), Some(1.12)),
@@ -451,7 +452,7 @@ pub fn thesis_table_5_3() -> Vec<(f64, Option<f64>, Option<f64>)> {
 }
 
 #[cfg(test)]
-mod tests {
+mod unit_tests {
     use super::*;
 
     #[test]
@@ -560,3 +561,6 @@ mod tests {
         assert_eq!(r.mean_batch, 4.0);
     }
 }
+
+#[cfg(test)]
+mod tests;

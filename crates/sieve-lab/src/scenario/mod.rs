@@ -32,6 +32,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+use rustix::process::{kill_process, Pid, Signal};
 
 /// Prefix of every namespace and cgroup this module creates; [`cleanup_stale`] relies on it.
 const PREFIX: &str = "sieve-lab-";
@@ -47,13 +48,13 @@ static SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// A point-to-point link as Table 5.1 names it: a nominal rate and a one-way propagation delay.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LinkSpec {
+pub(crate) struct LinkSpec {
     /// Short name used in reports and in namespace names ("wired", "wifi").
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// Rate in Mbit/s (10^6 bit/s), enforced in each direction independently.
-    pub rate_mbit: f64,
+    pub(crate) rate_mbit: f64,
     /// One-way delay in milliseconds, applied in each direction (so the round trip is twice this).
-    pub delay_ms: f64,
+    pub(crate) delay_ms: f64,
 }
 
 /// The thesis's "wired" link: switched 100 Mbit/s Ethernet on one LAN. The 0.2 ms one-way delay is
@@ -61,7 +62,7 @@ pub struct LinkSpec {
 /// round trips from being unrealistically free. `tbf` counts the Ethernet header but not the
 /// preamble and inter-frame gap, so TCP goodput comes out near 95 Mbit/s, against about 94 Mbit/s on
 /// real Fast Ethernet.
-pub const WIRED: LinkSpec = LinkSpec {
+pub(crate) const WIRED: LinkSpec = LinkSpec {
     name: "wired",
     rate_mbit: 100.0,
     delay_ms: 0.2,
@@ -73,24 +74,16 @@ pub const WIRED: LinkSpec = LinkSpec {
 /// Real 802.11g delivers only about 20-25 Mbit/s of TCP goodput (half-duplex medium, per-frame
 /// preamble, ACKs and backoff). We keep the nominal rate because that is the factor Table 5.1
 /// varies and because the thesis's own Wi-Fi figures are dominated by its slow handshake rather
-/// than by the rate; [`WIFI_GOODPUT`] is the realistic alternative for a sensitivity run.
-pub const WIFI: LinkSpec = LinkSpec {
+/// than by the rate;
+pub(crate) const WIFI: LinkSpec = LinkSpec {
     name: "wifi",
     rate_mbit: 54.0,
     delay_ms: 2.0,
 };
 
-/// 802.11g as it performs in practice: about 22 Mbit/s of TCP goodput, 2 ms one-way delay. Not in
-/// Table 5.1; offered so the lab can show how much the nominal-rate choice of [`WIFI`] matters.
-pub const WIFI_GOODPUT: LinkSpec = LinkSpec {
-    name: "wifi-goodput",
-    rate_mbit: 22.0,
-    delay_ms: 2.0,
-};
-
 /// Which end of a [`NetPair`]: the client runs the sender, the server runs the receiver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
+pub(crate) enum Side {
     /// The sender's namespace (`10.77.N.1`).
     Client,
     /// The receiver's namespace (`10.77.N.2`).
@@ -102,21 +95,21 @@ pub enum Side {
 /// Dropping it kills whatever still runs inside the two namespaces (only processes started there,
 /// which can only be ours) and deletes them, which also destroys the veth pair and its qdiscs.
 #[derive(Debug)]
-pub struct NetPair {
+pub(crate) struct NetPair {
     /// Name of the sender's namespace (for `ip netns exec`).
-    pub client_ns: String,
+    pub(crate) client_ns: String,
     /// Name of the receiver's namespace.
-    pub server_ns: String,
+    pub(crate) server_ns: String,
     /// Address of the sender, `10.77.N.1/30`.
-    pub client_ip: Ipv4Addr,
+    pub(crate) client_ip: Ipv4Addr,
     /// Address of the receiver, `10.77.N.2/30`: where the sender connects to.
-    pub server_ip: Ipv4Addr,
+    pub(crate) server_ip: Ipv4Addr,
     /// The link this pair emulates.
-    pub link: LinkSpec,
+    pub(crate) link: LinkSpec,
     /// Whether the delay of `link` is in force. The rate always is; the delay needs the kernel's
     /// `netem` qdisc (`CONFIG_NET_SCH_NETEM`), which some kernels (this machine's included) lack.
     /// Reports should say so when it is `false`.
-    pub delay_emulated: bool,
+    pub(crate) delay_emulated: bool,
 }
 
 impl NetPair {
@@ -125,7 +118,7 @@ impl NetPair {
     ///
     /// `tag` only makes names readable (`sieve-lab-<pid>-<seq>-<tag>-c`); any characters other
     /// than ASCII letters, digits and `_` are dropped.
-    pub fn create(tag: &str, link: &LinkSpec) -> Result<NetPair> {
+    pub(crate) fn create(tag: &str, link: &LinkSpec) -> Result<NetPair> {
         if !(link.rate_mbit.is_finite() && link.rate_mbit > 0.0) {
             bail!("link {}: rate must be positive", link.name);
         }
@@ -197,18 +190,10 @@ impl NetPair {
     }
 
     /// The namespace of one side.
-    pub fn ns(&self, side: Side) -> &str {
+    pub(crate) fn ns(&self, side: Side) -> &str {
         match side {
             Side::Client => &self.client_ns,
             Side::Server => &self.server_ns,
-        }
-    }
-
-    /// The address of one side.
-    pub fn ip(&self, side: Side) -> Ipv4Addr {
-        match side {
-            Side::Client => self.client_ip,
-            Side::Server => self.server_ip,
         }
     }
 
@@ -219,19 +204,20 @@ impl NetPair {
     /// carried over). `ip netns exec` remounts `/sys` for the namespace, which hides
     /// `/sys/fs/cgroup`: to combine with [`CpuLimit::wrap`], wrap for the namespace first and for
     /// the cgroup last, so the cgroup is joined before `ip` runs.
-    pub fn exec(&self, side: Side, cmd: &mut Command) {
+    pub(crate) fn exec(&self, side: Side, cmd: &mut Command) {
         let ns = self.ns(side).to_string();
         *cmd = prefix_command("ip", ["netns", "exec", ns.as_str()], cmd);
     }
 
     /// [`NetPair::exec`] by value, for code that passes commands through `Fn(Command) -> Command`.
-    pub fn wrap(&self, side: Side, mut cmd: Command) -> Command {
+    pub(crate) fn wrap(&self, side: Side, mut cmd: Command) -> Command {
         self.exec(side, &mut cmd);
         cmd
     }
 
     /// A new command for `program` that will run inside the namespace of `side`.
-    pub fn command(&self, side: Side, program: impl AsRef<OsStr>) -> Command {
+    #[cfg(test)]
+    pub(crate) fn command(&self, side: Side, program: impl AsRef<OsStr>) -> Command {
         let mut cmd = Command::new(program);
         self.exec(side, &mut cmd);
         cmd
@@ -254,17 +240,13 @@ fn delete_netns(ns: &str) {
         .stderr(Stdio::null())
         .output()
     {
-        let pids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        let listed = String::from_utf8_lossy(&out.stdout);
+        let pids = listed
             .split_whitespace()
-            .filter(|p| p.parse::<u32>().is_ok())
-            .map(str::to_string)
-            .collect();
-        if !pids.is_empty() {
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .args(&pids)
-                .stderr(Stdio::null())
-                .status();
+            .filter_map(|p| p.parse::<i32>().ok())
+            .filter_map(Pid::from_raw);
+        for pid in pids {
+            let _ = kill_process(pid, Signal::KILL);
         }
     }
     let _ = Command::new("ip")
@@ -308,6 +290,9 @@ fn shape(ns: &str, dev: &str, link: &LinkSpec) -> Result<()> {
 
 /// Put a `netem` delay under the token bucket (as its child qdisc), so packets are first delayed
 /// and then paced. Fails on kernels without netem; the caller carries on without the delay.
+///
+/// This is the one place where a link gets its delay ([`NetPair::set_up`] calls it per end after
+/// [`shape`]); a userspace delay line for kernels without netem belongs here too.
 fn add_delay(ns: &str, dev: &str, delay_ms: f64) -> Result<()> {
     let us = (delay_ms * 1000.0).round() as u64;
     run(Command::new("ip").args([
@@ -336,7 +321,7 @@ fn add_delay(ns: &str, dev: &str, delay_ms: f64) -> Result<()> {
 /// whether [`NetPair::create`] can work. `Err` says why not, in a form fit for "skipped: …".
 ///
 /// Probes with a throwaway namespace that is deleted before returning.
-pub fn check_root() -> Result<(), String> {
+pub(crate) fn check_root() -> Result<(), String> {
     if !is_root() {
         return Err("needs root (network namespaces and tc)".into());
     }
@@ -370,7 +355,7 @@ pub fn check_root() -> Result<(), String> {
 
 /// Whether the kernel has `netem`, i.e. whether [`NetPair`] can add the link's delay (it always
 /// applies the rate). Probes in a throwaway namespace; `false` also when not root.
-pub fn netem_available() -> bool {
+pub(crate) fn netem_available() -> bool {
     if !is_root() {
         return false;
     }
@@ -406,7 +391,7 @@ pub(crate) fn is_root() -> bool {
 
 /// Which cgroup interface carries the CPU controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CgroupVersion {
+pub(crate) enum CgroupVersion {
     /// Unified hierarchy: `cpu.max`.
     V2,
     /// Legacy `cpu` hierarchy (hybrid hosts): `cpu.cfs_quota_us` / `cpu.cfs_period_us`.
@@ -428,21 +413,17 @@ const PERIOD_US: u64 = 100_000;
 ///
 /// The quota counts every thread of every process in the group, summed over all cores.
 #[derive(Debug)]
-pub struct CpuLimit {
+pub(crate) struct CpuLimit {
     /// The cgroup directory, e.g. `/sys/fs/cgroup/sieve-lab-<pid>-<seq>-<tag>` (v2) or
     /// `/sys/fs/cgroup/cpu/sieve-lab-…` (v1).
-    pub dir: PathBuf,
-    /// The quota as a fraction of one CPU (1.0 = one full core).
-    pub fraction: f64,
-    /// Which interface the quota was written through.
-    pub version: CgroupVersion,
+    pub(crate) dir: PathBuf,
 }
 
 impl CpuLimit {
     /// Create the cgroup and set its quota to `fraction_of_one_cpu` of one core (0.8 = 80 %, i.e.
     /// "80000 100000"). Fractions above 1 allow several cores. The kernel's smallest quota is 1 ms
     /// per period, so fractions below 0.01 are raised to that.
-    pub fn create(tag: &str, fraction_of_one_cpu: f64) -> Result<CpuLimit> {
+    pub(crate) fn create(tag: &str, fraction_of_one_cpu: f64) -> Result<CpuLimit> {
         if !(fraction_of_one_cpu.is_finite() && fraction_of_one_cpu > 0.0) {
             bail!("CPU fraction must be positive, got {fraction_of_one_cpu}");
         }
@@ -455,11 +436,7 @@ impl CpuLimit {
         let dir = root.join(name);
         fs::create_dir(&dir).with_context(|| format!("cannot create cgroup {}", dir.display()))?;
         // From here on, an error drops `limit`, which removes the directory again.
-        let limit = CpuLimit {
-            dir,
-            fraction: fraction_of_one_cpu,
-            version,
-        };
+        let limit = CpuLimit { dir };
         let quota = ((fraction_of_one_cpu * PERIOD_US as f64).round() as u64).max(1000);
         match version {
             CgroupVersion::V2 => {
@@ -473,12 +450,6 @@ impl CpuLimit {
         Ok(limit)
     }
 
-    /// Move a running process into the group. Racy for short-lived processes (they may finish, or
-    /// fork children that stay outside, before this runs); prefer [`CpuLimit::wrap`].
-    pub fn add_pid(&self, pid: u32) -> Result<()> {
-        write_file(&self.procs_file(), &pid.to_string())
-    }
-
     /// Rewrite `cmd` so that it joins the group before it runs: `sh -c 'echo $$ > …/cgroup.procs
     /// && exec "$@"' … prog args…`. The shell joins, then execs the program, so the program and
     /// all its children are limited from their first instruction.
@@ -486,7 +457,7 @@ impl CpuLimit {
     /// Environment changes and working directory are carried over; stdio settings are not (std
     /// cannot read them back), so configure stdio on the returned command. When combining with
     /// [`NetPair::exec`], wrap for the namespace first (see there).
-    pub fn wrap(&self, cmd: Command) -> Command {
+    pub(crate) fn wrap(&self, cmd: Command) -> Command {
         let procs = self.procs_file();
         prefix_command(
             "sh",
@@ -528,7 +499,7 @@ impl Drop for CpuLimit {
 
 /// Whether [`CpuLimit::create`] can work: root, a cgroup hierarchy with the CPU controller, and a
 /// quota that can be written. Probes with a throwaway group.
-pub fn check_cgroup() -> Result<(), String> {
+pub(crate) fn check_cgroup() -> Result<(), String> {
     if !is_root() {
         return Err("needs root (cgroup CPU quota)".into());
     }
@@ -583,7 +554,7 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 /// Remove namespaces and cgroups left by lab processes that were killed before their `Drop` ran:
 /// those whose name (`sieve-lab-<pid>-…`) carries a pid that is no longer running. Returns what
 /// was removed. Objects of live processes (including this one) are never touched.
-pub fn cleanup_stale() -> Vec<String> {
+pub(crate) fn cleanup_stale() -> Vec<String> {
     let mut removed = Vec::new();
     if let Ok(out) = Command::new("ip")
         .args(["netns", "list"])
@@ -637,7 +608,7 @@ fn sanitize(tag: &str) -> String {
 }
 
 /// Build `program pre_args… <cmd's program> <cmd's args…>` with `cmd`'s environment changes and
-/// working directory. Used to run a command under `ip netns exec`, `sh` (cgroup) or a timer.
+/// working directory. Used to run a command under `ip netns exec` or `sh` (cgroup).
 pub(crate) fn prefix_command<I, S>(
     program: impl AsRef<OsStr>,
     pre_args: I,
@@ -681,7 +652,7 @@ pub(crate) fn run(cmd: &mut Command) -> Result<Output> {
 }
 
 #[cfg(test)]
-mod tests {
+mod unit_tests {
     use super::*;
 
     #[test]
@@ -713,3 +684,6 @@ mod tests {
         )));
     }
 }
+
+#[cfg(test)]
+mod tests;

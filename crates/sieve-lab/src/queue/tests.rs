@@ -5,11 +5,11 @@
 //! deviations of that spread, so a test fails because the simulator is wrong, not because a seed
 //! is unlucky. The tests are seeded, hence deterministic.
 
-use sieve_lab::queue::{
+use super::{
     open_model_response, simulate, thesis_table_5_3, try_simulate, BatchService, Dist, Policy,
     Service, SimResult, THESIS_REQUESTS,
 };
-use sieve_lab::stats;
+use crate::stats;
 
 fn rel_err(got: f64, want: f64) -> f64 {
     (got - want).abs() / want

@@ -1,0 +1,192 @@
+//! The machine a run measured: what every report states before its first number, because the
+//! thesis's result turns on how fast protection is relative to moving bytes, and that is a
+//! property of the processor.
+//!
+//! The speeds are measured in this run, in process, on one core, with the libraries the sieve
+//! uses (aws-lc through rustls for the TLS 1.3 suites; the plain channels' AES-GMAC of
+//! `sieve_transport::mac`), so a report never quotes a speed from somewhere else.
+
+use std::time::Instant;
+
+use aws_lc_rs::aead::{
+    Aad, Algorithm, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, AES_256_GCM, CHACHA20_POLY1305,
+};
+use serde::{Deserialize, Serialize};
+use sieve_transport::mac::{PlainMac, MAC_BLOCK};
+
+/// The CPU features that decide how fast TLS and the MAC are.
+const FLAGS: [(&str, &str); 4] = [
+    ("aes", "AES instructions"),
+    ("pclmulqdq", "carry-less multiply"),
+    ("vaes", "vector AES"),
+    ("vpclmulqdq", "vector carry-less multiply"),
+];
+
+/// Facts about this machine and speeds measured on it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub(crate) struct Machine {
+    pub(crate) cpu: String,
+    pub(crate) cores: usize,
+    pub(crate) ram_gib: f64,
+    pub(crate) kernel: String,
+    /// Each flag of [`FLAGS`] and whether the CPU has it.
+    pub(crate) flags: Vec<(String, bool)>,
+    /// (what, GB/s on one core).
+    pub(crate) speeds: Vec<(String, f64)>,
+}
+
+impl Machine {
+    /// Read the facts and measure the speeds (about a second).
+    pub(crate) fn measure(quick: bool) -> Machine {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let field = |name: &str| {
+            cpuinfo
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        };
+        let have: Vec<String> = field("flags")
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        let mem_kib = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .next()
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
+            .unwrap_or(0.0);
+        let bytes = if quick { 32 << 20 } else { 256 << 20 };
+        let mut speeds: Vec<(String, f64)> = [
+            ("TLS 1.3 AES-128-GCM", &AES_128_GCM),
+            ("TLS 1.3 AES-256-GCM", &AES_256_GCM),
+            ("TLS 1.3 ChaCha20-Poly1305", &CHACHA20_POLY1305),
+        ]
+        .into_iter()
+        .map(|(name, alg)| (name.to_string(), aead_speed(alg, bytes)))
+        .collect();
+        speeds.push((
+            "cleartext MAC (AES-GMAC, 256 KiB units)".into(),
+            gmac_speed(bytes),
+        ));
+        Machine {
+            cpu: field("model name").unwrap_or_else(|| "unknown CPU".into()),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ram_gib: mem_kib / 1_048_576.0,
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default(),
+            flags: FLAGS
+                .iter()
+                .map(|(f, _)| (f.to_string(), have.iter().any(|h| h == f)))
+                .collect(),
+            speeds,
+        }
+    }
+
+    /// One line: CPU, cores, memory, kernel.
+    pub(crate) fn line(&self) -> String {
+        format!(
+            "{}, {} cores, {:.0} GiB RAM, Linux {}",
+            self.cpu, self.cores, self.ram_gib, self.kernel
+        )
+    }
+
+    /// The machine block of a report: facts, flags and this run's speeds.
+    pub(crate) fn markdown(&self) -> String {
+        let flags: Vec<String> = self
+            .flags
+            .iter()
+            .map(|(f, on)| {
+                let what = FLAGS.iter().find(|x| x.0 == f).map_or("", |x| x.1);
+                format!("{f} ({what}) {}", if *on { "yes" } else { "no" })
+            })
+            .collect();
+        let speeds: Vec<String> = self
+            .speeds
+            .iter()
+            .map(|(w, s)| format!("{w} {s:.2} GB/s"))
+            .collect();
+        format!(
+            "**Machine**: {}. CPU flags: {}. Measured in this run on one core (16 KiB records for \
+             the TLS suites): {}.",
+            self.line(),
+            flags.join(", "),
+            speeds.join(", ")
+        )
+    }
+
+    /// Speed of `what` (a prefix of its name), if measured.
+    pub(crate) fn speed(&self, what: &str) -> Option<f64> {
+        self.speeds
+            .iter()
+            .find(|(w, _)| w.starts_with(what))
+            .map(|s| s.1)
+    }
+}
+
+/// Best of three passes of sealing `bytes` in 16 KiB records (the TLS record size), in GB/s.
+fn aead_speed(alg: &'static Algorithm, bytes: usize) -> f64 {
+    let Ok(key) = UnboundKey::new(alg, &vec![7u8; alg.key_len()]) else {
+        return f64::NAN;
+    };
+    let key = LessSafeKey::new(key);
+    let mut record = vec![0x5au8; 16 << 10];
+    best_of_three(bytes, || {
+        for i in 0..bytes / record.len() {
+            let mut n = [0u8; 12];
+            n[4..].copy_from_slice(&(i as u64).to_be_bytes());
+            let tag = key.seal_in_place_separate_tag(
+                Nonce::assume_unique_for_key(n),
+                Aad::empty(),
+                &mut record,
+            );
+            std::hint::black_box(&tag);
+        }
+    })
+}
+
+/// Best of three passes of tagging `bytes` in [`MAC_BLOCK`] units, in GB/s.
+fn gmac_speed(bytes: usize) -> f64 {
+    let mac = PlainMac::derive(&[3; 32], &[4; 16]);
+    let unit = vec![0x5au8; MAC_BLOCK as usize];
+    best_of_three(bytes, || {
+        for i in 0..bytes / unit.len() {
+            // Sealing an empty plaintext does not fail; a failure would only show as speed.
+            let _ = std::hint::black_box(mac.tag(0, (i as u64) * MAC_BLOCK, &unit));
+        }
+    })
+}
+
+fn best_of_three(bytes: usize, mut pass: impl FnMut()) -> f64 {
+    (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            pass();
+            bytes as f64 / t.elapsed().as_secs_f64() / 1e9
+        })
+        .fold(f64::NAN, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_and_speeds_are_read() {
+        let m = Machine::measure(true);
+        assert!(!m.cpu.is_empty() && m.cores >= 1 && !m.kernel.is_empty());
+        assert_eq!(m.flags.len(), 4);
+        assert_eq!(m.speeds.len(), 4);
+        for (what, s) in &m.speeds {
+            assert!(s.is_finite() && *s > 0.01, "{what}: {s}");
+        }
+        let md = m.markdown();
+        assert!(md.contains("pclmulqdq") && md.contains("AES-GMAC"), "{md}");
+        assert!(m.speed("TLS 1.3 AES-128-GCM").is_some());
+    }
+}
