@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use sieve_core::batch::BatchSplit;
 use sieve_core::marks::MarkConfig;
@@ -68,8 +68,14 @@ pub struct Args {
     pub strip_marks: bool,
     /// Classified ranges from a JSON file ({"ranges": [[start, end], ...]}) instead of inline
     /// marks; the same ranges apply to every FILE.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "policy")]
     pub ranges: Option<PathBuf>,
+    /// Classify each FILE with a marking policy instead of inline marks: a TOML file, or
+    /// `default` (see `sieve mark --print-policy default`). Every file is classified before
+    /// anything is sent; a policy that cannot be loaded stops the command first. --json adds
+    /// `detections`, the findings per detector.
+    #[arg(long, value_name = "FILE|default")]
+    pub policy: Option<String>,
     /// Start mark.
     #[arg(long, default_value = "<$S>")]
     pub start_mark: String,
@@ -128,14 +134,17 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         identity,
     }
     .config()?;
-    let classify = match &args.ranges {
-        Some(r) => {
-            if args.strip_marks {
-                bail!("--strip-marks has no effect with --ranges: a ranges file adds no marks to strip");
-            }
-            Classify::RangesFile(r.clone())
+    if args.strip_marks && (args.ranges.is_some() || args.policy.is_some()) {
+        bail!("--strip-marks has no effect with --ranges or --policy: they add no marks to strip");
+    }
+    let classify = match (&args.ranges, &args.policy) {
+        (Some(r), _) => Classify::RangesFile(r.clone()),
+        (None, Some(p)) => {
+            let policy = sieve_mark::Policy::load(p)
+                .with_context(|| format!("the marking policy {p} cannot be used"))?;
+            Classify::Policy(Arc::new(sieve_mark::PolicyRun::new(policy)))
         }
-        None => Classify::Marks(MarkConfig {
+        (None, None) => Classify::Marks(MarkConfig {
             start: args.start_mark.as_bytes().to_vec(),
             end: args.end_mark.as_bytes().to_vec(),
             escape: args.escape.as_bytes().to_vec(),

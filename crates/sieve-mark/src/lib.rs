@@ -16,6 +16,7 @@
 //! | batches over threads, mapped or read input, merging | [`engine`] |
 //! | a marked copy (`<$S>` … `<$E>`, literal marks escaped) | [`marked`] |
 //! | masked previews for `--explain` | [`preview`] |
+//! | a policy shared by a sender's documents, counting findings | [`run`] |
 //!
 //! ## Why the scan is exact under any chunking
 //!
@@ -35,8 +36,10 @@ pub mod marked;
 pub mod names;
 pub mod policy;
 pub mod preview;
+pub mod run;
 pub mod scan;
 pub mod structure;
 
 pub use engine::{Marking, ScanOptions, Span};
 pub use policy::{Format, Granularity, Policy, PolicyError};
+pub use run::PolicyRun;

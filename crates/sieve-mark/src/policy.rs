@@ -29,6 +29,11 @@ pub const MAX_DETECTORS: usize = 64;
 
 #[derive(Debug, Error)]
 pub enum PolicyError {
+    #[error("cannot read the policy file {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("the policy is not valid TOML: {0}")]
     Toml(#[from] toml::de::Error),
     #[error("detector {index} ({name}): {message}")]
@@ -306,6 +311,18 @@ impl Policy {
     /// `default`, or the source of a policy file.
     pub fn builtin(name: &str) -> Option<&'static str> {
         (name == "default").then_some(DEFAULT_POLICY)
+    }
+
+    /// `default` (the built-in policy) or the path of a policy file.
+    pub fn load(spec: &str) -> Result<Policy, PolicyError> {
+        if let Some(src) = Policy::builtin(spec) {
+            return Policy::parse(src);
+        }
+        let src = std::fs::read_to_string(spec).map_err(|source| PolicyError::Io {
+            path: spec.to_string(),
+            source,
+        })?;
+        Policy::parse(&src)
     }
 
     /// The TOML this policy was compiled from.

@@ -44,6 +44,9 @@ pub enum Classify {
     Marks(MarkConfig),
     /// A JSON ranges file over the raw bytes.
     RangesFile(PathBuf),
+    /// A marking policy, run over each document as it is prepared (before anything is sent);
+    /// its findings are counted across the documents.
+    Policy(std::sync::Arc<sieve_mark::PolicyRun>),
 }
 
 /// One frame's payload, as [`Source::frame`] cuts it.
@@ -103,6 +106,15 @@ impl Source {
                 let ranges = ranges_file::parse(&json, len)
                     .with_context(|| format!("in {}", rf.display()))?;
                 (Layout::from_ranges(len, ranges.as_slice()), whole(), None)
+            }
+            Classify::Policy(run) => {
+                let ranges = match &map {
+                    Some(m) => run.classify_slice(m, &name, &|r| release(m, r)),
+                    None => run
+                        .classify_reader(&mut file, &name)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                };
+                (Layout::from_ranges(len, &ranges), whole(), None)
             }
             Classify::Marks(cfg) => {
                 let parsed = match &map {
