@@ -7,6 +7,7 @@ mod lab;
 mod mark;
 mod send;
 mod serve;
+mod ui;
 
 use std::process::ExitCode;
 
@@ -62,6 +63,10 @@ enum Command {
     /// birth near a keyword, names after a title, and CSV columns, JSON fields and log keys
     /// named like personal data. `--print-policy default` shows it, with every option explained.
     Mark(mark::Args),
+    /// Serve the marking page on 127.0.0.1: open or drop a document, see what the policy
+    /// classified, mark and unmark by selecting text, save a ranges file or a marked copy, and
+    /// send it to a receiver.
+    Ui(ui::Args),
     /// Generate a thesis x-P test file (five classified components per MB).
     Gen(gen::Args),
     /// Run the demo: secure-only vs sieve on loopback, with a comparison.
@@ -104,6 +109,7 @@ fn main() -> ExitCode {
             Some(Command::Demo(a)) => demo::run(&a).await.map(|_| true),
             Some(Command::Certs(a)) => certs::run(&a).map(|_| true),
             Some(Command::Gen(a)) => gen::run(&a).map(|_| true),
+            Some(Command::Ui(a)) => ui::run(&a).await,
             Some(Command::Mark(a)) => tokio::task::block_in_place(|| mark::run(&a)),
             Some(Command::Serve(a)) => serve::run(&a).await.map(|_| true),
             Some(Command::Send(a)) => send::run(&a).await,

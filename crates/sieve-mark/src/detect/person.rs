@@ -30,6 +30,14 @@ pub fn name_after(s: &[u8], title_start: usize, at: usize) -> Option<std::ops::R
         return None;
     }
     let mut e = cap_word_end(s, at)?;
+    // "Dear Mr. Smith": the title after "Dear" is not the name; the one after it is.
+    let word = s[at..e].strip_suffix(b".").unwrap_or(&s[at..e]);
+    if TITLES
+        .iter()
+        .any(|t| t.trim_end().trim_end_matches('.').as_bytes() == word)
+    {
+        return None;
+    }
     for _ in 0..2 {
         if e + 1 < s.len() && s[e] == b' ' {
             if let Some(n) = cap_word_end(s, e + 1) {
@@ -55,5 +63,6 @@ mod tests {
         assert_eq!(name_after(s, 0, 5), Some(5..13));
         assert_eq!(name_after(s, 19, 23), Some(23..34));
         assert_eq!(name_after(b"Dr  lower", 0, 3), None);
+        assert_eq!(name_after(b"Dear Mr. Al", 0, 5), None);
     }
 }
