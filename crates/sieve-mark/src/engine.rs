@@ -114,7 +114,9 @@ struct Merger {
 
 impl Merger {
     fn add(&mut self, mut hits: Vec<Hit>) {
-        hits.sort_unstable_by_key(|h| (h.start, h.end));
+        // A chunk's findings come in a few ascending runs (its literal searches, then its main
+        // loop); a stable sort merges such runs in linear time.
+        hits.sort_by_key(|h| (h.start, h.end));
         for h in hits {
             self.counts[h.det as usize] += 1;
             if h.end <= h.start {
@@ -125,6 +127,11 @@ impl Merger {
                 end: h.end,
                 detectors: 1 << h.det,
             };
+            // Most findings come after every span so far.
+            if self.spans.last().is_none_or(|l| l.end < span.start) {
+                self.spans.push(span);
+                continue;
+            }
             // Spans that overlap or touch the finding: from the first ending at or after its
             // start, through the last starting at or before its end.
             let a = self.spans.partition_point(|s| s.end < span.start);

@@ -17,6 +17,7 @@
 //! | a marked copy (`<$S>` … `<$E>`, literal marks escaped) | [`marked`] |
 //! | masked previews for `--explain` | [`preview`] |
 //! | a policy shared by a sender's documents, counting findings | [`run`] |
+//! | seeded labelled documents for the evaluation and the benchmark | [`labelled`] |
 //!
 //! ## Why the scan is exact under any chunking
 //!
@@ -32,6 +33,7 @@
 pub mod detect;
 pub mod engine;
 pub mod granularity;
+pub mod labelled;
 pub mod marked;
 pub mod names;
 pub mod policy;

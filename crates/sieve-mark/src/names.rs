@@ -7,51 +7,127 @@
 //! (`email` matches `customer_email` and `emailAddress`). Words are not searched inside words:
 //! `name` does not match `hostname`, and `key` does not match `monkey`.
 
-use std::collections::HashSet;
-
 /// A set of listed names, normalised once.
 #[derive(Debug, Clone, Default)]
 pub struct Names {
-    set: HashSet<String>,
+    /// Lowercase letters and digits; few enough that a scan beats hashing.
+    list: Vec<Vec<u8>>,
     /// Whether a word of a field name may match, or only the whole name.
     words: bool,
+    /// A bit per length of the listed names (below 64), to reject most words at once.
+    lengths: u64,
 }
+
+/// Longest field name compared.
+const MAX_NAME: usize = 128;
 
 impl Names {
     /// Names matched as the whole field name or one of its words.
     pub fn words<S: AsRef<str>>(list: &[S]) -> Names {
-        Names {
-            set: list.iter().map(|s| normalise(s.as_ref())).collect(),
-            words: true,
-        }
+        Names::new(list, true)
     }
 
     /// Names matched only as the whole field name (case and separators ignored).
     pub fn exact<S: AsRef<str>>(list: &[S]) -> Names {
+        Names::new(list, false)
+    }
+
+    fn new<S: AsRef<str>>(list: &[S], words: bool) -> Names {
+        let list: Vec<Vec<u8>> = list
+            .iter()
+            .map(|s| normalise(s.as_ref()).into_bytes())
+            .filter(|w| !w.is_empty() && w.len() < 64)
+            .collect();
+        let lengths = list.iter().fold(0u64, |m, w| m | 1 << w.len());
         Names {
-            set: list.iter().map(|s| normalise(s.as_ref())).collect(),
-            words: false,
+            list,
+            words,
+            lengths,
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.set.is_empty()
+        self.list.is_empty()
+    }
+
+    fn listed(&self, w: &[u8]) -> bool {
+        !w.is_empty()
+            && w.len() < 64
+            && self.lengths & (1 << w.len()) != 0
+            && self.list.iter().any(|x| x.as_slice() == w)
     }
 
     /// Whether the field called `field` is listed.
     pub fn matches(&self, field: &[u8]) -> bool {
-        if self.set.is_empty() || field.len() > 256 {
+        self.matches_name(&FieldName::new(field))
+    }
+
+    /// Whether a field name, split once for several lists, is listed.
+    pub fn matches_name(&self, f: &FieldName) -> bool {
+        if self.list.is_empty() || f.whole == 0 {
             return false;
         }
-        let whole: String = field
-            .iter()
-            .filter(|b| b.is_ascii_alphanumeric())
-            .map(|b| b.to_ascii_lowercase() as char)
-            .collect();
-        if self.set.contains(&whole) {
+        if self.listed(&f.buf[..f.whole]) {
             return true;
         }
-        self.words && split_words(field).any(|w| self.set.contains(&w))
+        self.words
+            && f.words[..f.n_words]
+                .iter()
+                .any(|&(a, e)| self.listed(&f.buf[a as usize..e as usize]))
+    }
+}
+
+/// A field name split into its normalised whole and its words, without allocating: it is
+/// built for every `key=value` in a log.
+pub struct FieldName {
+    buf: [u8; MAX_NAME],
+    whole: usize,
+    words: [(u8, u8); 16],
+    n_words: usize,
+}
+
+impl FieldName {
+    pub fn new(field: &[u8]) -> FieldName {
+        let mut f = FieldName {
+            buf: [0; MAX_NAME],
+            whole: 0,
+            words: [(0, 0); 16],
+            n_words: 0,
+        };
+        if field.len() > MAX_NAME {
+            return f;
+        }
+        // Words split at non-alphanumerics and where a lowercase letter or digit is followed
+        // by an uppercase one (`cardNumber` -> `card`, `number`); their letters, concatenated,
+        // are the whole name.
+        let mut start = 0usize;
+        let mut prev_lower = false;
+        for &b in field {
+            let alnum = b.is_ascii_alphanumeric();
+            let boundary = !alnum || (b.is_ascii_uppercase() && prev_lower);
+            if boundary && f.whole > start {
+                f.push_word(start, f.whole);
+                start = f.whole;
+            }
+            if alnum {
+                f.buf[f.whole] = b.to_ascii_lowercase();
+                f.whole += 1;
+                prev_lower = b.is_ascii_lowercase() || b.is_ascii_digit();
+            } else {
+                prev_lower = false;
+            }
+        }
+        if f.whole > start {
+            f.push_word(start, f.whole);
+        }
+        f
+    }
+
+    fn push_word(&mut self, a: usize, e: usize) {
+        if self.n_words < self.words.len() {
+            self.words[self.n_words] = (a as u8, e as u8);
+            self.n_words += 1;
+        }
     }
 }
 
@@ -61,32 +137,6 @@ pub fn normalise(s: &str) -> String {
         .filter(u8::is_ascii_alphanumeric)
         .map(|b| b.to_ascii_lowercase() as char)
         .collect()
-}
-
-/// The words of a field name: split at anything not a letter or digit, and where a lowercase
-/// letter or digit is followed by an uppercase one (`cardNumber` → `card`, `number`).
-fn split_words(field: &[u8]) -> impl Iterator<Item = String> + '_ {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for &b in field {
-        if !b.is_ascii_alphanumeric() {
-            if !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
-            }
-            prev_lower = false;
-            continue;
-        }
-        if b.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
-            words.push(std::mem::take(&mut cur));
-        }
-        prev_lower = b.is_ascii_lowercase() || b.is_ascii_digit();
-        cur.push(b.to_ascii_lowercase() as char);
-    }
-    if !cur.is_empty() {
-        words.push(cur);
-    }
-    words.into_iter()
 }
 
 #[cfg(test)]

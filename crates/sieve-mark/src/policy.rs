@@ -464,10 +464,11 @@ impl Policy {
             }
         }
         if !pats.is_empty() {
-            // Standard semantics, searched with overlaps: every prefix at every position is
-            // tried, so the result cannot depend on where a chunk starts.
+            // Leftmost-longest without overlaps: no prefix occurs inside another (a search that
+            // starts anywhere finds the same ones), and a prefix that is the start of a longer one
+            // (`sk-`, `sk-proj-`) fails its own rule where the longer one applies.
             let ac = AhoCorasickBuilder::new()
-                .match_kind(MatchKind::Standard)
+                .match_kind(MatchKind::LeftmostLongest)
                 .build(&pats)
                 .map_err(|e| PolicyError::Invalid(format!("prefix automaton: {e}")))?;
             self.prefixes = Some(Prefixes { ac, what });

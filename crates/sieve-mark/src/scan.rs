@@ -45,20 +45,18 @@ pub struct Window<'a> {
     pub own: Range<usize>,
 }
 
-/// Whether any of the eight bytes of `x` lies in `0x30..=0x40` (digits, `:;<=>?@`).
+/// The lanes (high bit of each byte) of the eight bytes of `x` that lie strictly between `m`
+/// and `n` (both below 0x80): the classic "has a byte between" test, which is exact per lane
+/// here because neither the subtraction nor the addition can carry across a lane. Bytes of
+/// 0x80 and above never set a lane.
 #[inline]
-fn has_trigger(x: u64) -> bool {
+fn lanes_between(x: u64, m: u64, n: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    // The classic "has a byte between m and n" test (m = 0x2f, n = 0x41), exact for bytes
-    // below 0x80; bytes of 0x80 and above never set a lane.
-    let m = 0x2f;
-    let n = 0x41;
     ((ONES * (127 + n)).wrapping_sub(x & (ONES * 127))
         & !x
         & ((x & (ONES * 127)) + ONES * (127 - m)))
         & HIGH
-        != 0
 }
 
 /// Separators that may join digit groups (at most two in a row).
@@ -98,6 +96,32 @@ pub struct Scanner<'p> {
 
 /// A digit group: its range in the window.
 type Group = (usize, usize);
+
+/// Date-of-birth keywords found in a chunk (and the bytes before it), found once per chunk so
+/// that the many dates of a log (its timestamps) cost a binary search each, not a search.
+struct Kw {
+    /// Found on first use: most chunks of a log hold no date that needs them.
+    once: std::cell::OnceCell<KwHits>,
+}
+
+struct KwHits {
+    /// (start, end) of each keyword with no letter just before it, in order.
+    hits: Vec<(usize, usize)>,
+    /// The window positions searched.
+    lo: usize,
+    hi: usize,
+}
+
+impl KwHits {
+    /// Whether a keyword ends in `a..b` (`None`: outside what was searched).
+    fn ends_in(&self, a: usize, b: usize) -> Option<bool> {
+        if a < self.lo && self.lo > 0 || b > self.hi {
+            return None;
+        }
+        let i = self.hits.partition_point(|&(_, e)| e < a);
+        Some(self.hits.get(i).is_some_and(|&(_, e)| e <= b))
+    }
+}
 
 impl<'p> Scanner<'p> {
     pub fn new(p: &'p Policy) -> Scanner<'p> {
@@ -164,11 +188,15 @@ impl<'p> Scanner<'p> {
     pub fn scan(&self, w: &Window<'_>, out: &mut Vec<Hit>) {
         self.literals(w, out);
         let s = w.bytes;
+        let kw = Kw {
+            once: std::cell::OnceCell::new(),
+        };
         let end = w.own.end;
         let mut i = w.own.start;
-        let at = !self.emails.is_empty();
+        // Without digit detectors, only `:;<=>?@` stop the scan.
+        let low = if self.digits { 0x2f } else { 0x39 };
         while i < end {
-            while i + 8 <= end {
+            if i + 8 <= end {
                 let x = u64::from_le_bytes([
                     s[i],
                     s[i + 1],
@@ -179,43 +207,56 @@ impl<'p> Scanner<'p> {
                     s[i + 6],
                     s[i + 7],
                 ]);
-                if has_trigger(x) {
-                    break;
-                }
-                i += 8;
-            }
-            if i >= end {
-                break;
-            }
-            match s[i] {
-                b'0'..=b'9' if self.digits && run_start(s, i) => {
-                    i = self.digit_run(w, i, out);
+                let lanes = lanes_between(x, low, 0x41);
+                if lanes == 0 {
+                    i += 8;
                     continue;
                 }
-                b'@' if at => {
-                    if let Some(r) = email::around(s, i) {
-                        for &d in &self.emails {
+                i += (lanes.trailing_zeros() / 8) as usize;
+            }
+            i = self.trigger(w, i, &kw, out);
+        }
+    }
+
+    /// Look at the byte at `i`; returns where to go on from.
+    #[inline]
+    fn trigger(&self, w: &Window<'_>, i: usize, kw: &Kw, out: &mut Vec<Hit>) -> usize {
+        let s = w.bytes;
+        match s[i] {
+            b'0'..=b'9' if self.digits => {
+                if run_start(s, i) {
+                    return self.digit_run(w, i, kw, out);
+                }
+                // Inside a run begun before the chunk: skip its digits.
+                let mut e = i + 1;
+                while e < w.own.end && s[e].is_ascii_digit() {
+                    e += 1;
+                }
+                return e;
+            }
+            b'@' if !self.emails.is_empty() => {
+                if let Some(r) = email::around(s, i) {
+                    for &d in &self.emails {
+                        self.emit(w, d, r.clone(), out);
+                    }
+                }
+            }
+            b':' if self.colon => {
+                if !self.ipv6s.is_empty() && ip::is_first_colon(s, i) {
+                    if let Some(r) = ip::ipv6_at(s, i) {
+                        for &d in &self.ipv6s {
                             self.emit(w, d, r.clone(), out);
                         }
                     }
                 }
-                b':' if self.colon => {
-                    if !self.ipv6s.is_empty() && ip::is_first_colon(s, i) {
-                        if let Some(r) = ip::ipv6_at(s, i) {
-                            for &d in &self.ipv6s {
-                                self.emit(w, d, r.clone(), out);
-                            }
-                        }
-                    }
-                    if self.eq {
-                        self.key_value(w, i, out);
-                    }
+                if self.eq {
+                    self.key_value(w, i, out);
                 }
-                b'=' if self.eq => self.key_value(w, i, out),
-                _ => {}
             }
-            i += 1;
+            b'=' if self.eq => self.key_value(w, i, out),
+            _ => {}
         }
+        i + 1
     }
 
     /// Prefixes, PEM blocks, regular expressions and keywords that start in the chunk.
@@ -224,10 +265,10 @@ impl<'p> Scanner<'p> {
         let own = w.own.clone();
         let reach = |n: usize| (own.end + n).min(s.len());
         if let Some(pre) = &self.p.prefixes {
-            for m in pre.ac.find_overlapping_iter(&s[own.start..reach(16)]) {
+            for m in pre.ac.find_iter(&s[own.start..reach(16)]) {
                 let at = own.start + m.start();
                 if at >= own.end {
-                    continue;
+                    break;
                 }
                 let found = match pre.what[m.pattern().as_usize()] {
                     PrefixWhat::ApiKey(d, rule) => api_key::key_at(s, at, &rule).map(|r| (d, r)),
@@ -298,14 +339,38 @@ impl<'p> Scanner<'p> {
     }
 
     /// Everything a run of digit groups starting at `i` can be; returns where the run ends.
-    fn digit_run(&self, w: &Window<'_>, i: usize, out: &mut Vec<Hit>) -> usize {
+    /// Date-of-birth keywords from `within` bytes before the chunk to a little after it.
+    fn keywords_near<'k>(&self, w: &Window<'_>, kw: &'k Kw) -> &'k KwHits {
+        kw.once.get_or_init(|| self.find_keywords(w))
+    }
+
+    fn find_keywords(&self, w: &Window<'_>) -> KwHits {
+        let (Some(ac), Some(within)) = (&self.p.dob_keywords, self.dobs.iter().map(|d| d.1).max())
+        else {
+            return KwHits {
+                hits: Vec::new(),
+                lo: 0,
+                hi: 0,
+            };
+        };
+        let lo = w.own.start.saturating_sub(within);
+        let hi = (w.own.end + 4096).min(w.bytes.len());
+        let hits = ac
+            .find_iter(&w.bytes[lo..hi])
+            .map(|m| (lo + m.start(), lo + m.end()))
+            .filter(|&(a, _)| !before(w.bytes, a).is_some_and(|b| b.is_ascii_alphabetic()))
+            .collect();
+        KwHits { hits, lo, hi }
+    }
+
+    fn digit_run(&self, w: &Window<'_>, i: usize, kw: &Kw, out: &mut Vec<Hit>) -> usize {
         let s = w.bytes;
         if !self.ibans.is_empty() && i >= 2 {
             self.iban(w, i - 2, out);
         }
         // A run glued to a word (`abc123`, a hash, an identifier) is none of these.
         let glued = before(s, i).is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
-        let mut ring: [Group; 6] = [(0, 0); 6];
+        let mut ring: [Group; 8] = [(0, 0); 8];
         let mut first: [Group; 16] = [(0, 0); 16];
         let mut n = 0usize;
         let mut g_start = i;
@@ -315,13 +380,13 @@ impl<'p> Scanner<'p> {
             while e < s.len() && s[e].is_ascii_digit() {
                 e += 1;
             }
-            ring[n % 6] = (g_start, e);
+            ring[n % 8] = (g_start, e);
             if n < first.len() {
                 first[n] = (g_start, e);
             }
             n += 1;
             if !glued {
-                phone_found |= self.groups_end(w, &ring, n, out);
+                phone_found |= self.groups_end(w, &ring, n, kw, out);
             }
             // Another group follows across one or two separators?
             let mut k = e;
@@ -339,12 +404,19 @@ impl<'p> Scanner<'p> {
         }
     }
 
-    /// Candidates ending with the `n`-th group (the last six are in `ring`); returns whether a
+    /// Candidates ending with the `n`-th group (the last eight are in `ring`); returns whether a
     /// phone number was among them.
-    fn groups_end(&self, w: &Window<'_>, ring: &[Group; 6], n: usize, out: &mut Vec<Hit>) -> bool {
+    fn groups_end(
+        &self,
+        w: &Window<'_>,
+        ring: &[Group; 8],
+        n: usize,
+        kw: &Kw,
+        out: &mut Vec<Hit>,
+    ) -> bool {
         let s = w.bytes;
         let mut phone_found = false;
-        let g = |back: usize| ring[(n - 1 - back) % 6];
+        let g = |back: usize| ring[(n - 1 - back) % 8];
         let sep = |back: usize| {
             // Separator before group n-1-back (which must not be the first).
             let (a, _) = g(back);
@@ -366,9 +438,13 @@ impl<'p> Scanner<'p> {
             }
         };
         let len = |back: usize| g(back).1 - g(back).0;
+        // Most runs are a short number or two (a status code, a time): nothing to look at.
+        if n == 1 && len(0) < 4 {
+            return false;
+        }
 
         // Cards: one group of 13-19 digits, or up to five joined by the same single space or dash.
-        if !self.cards.is_empty() {
+        if !self.cards.is_empty() && (0..5.min(n)).map(len).sum::<usize>() >= 13 {
             let mut digits = [0u8; 19];
             for k in 0..5.min(n) {
                 let total: usize = (0..=k).map(len).sum();
@@ -400,8 +476,10 @@ impl<'p> Scanner<'p> {
         if n >= 3 {
             let (s1, s2) = (sep(1), sep(0));
             let same = s1 == s2 && s1.len() == 1;
+            let lens = (len(2), len(1), len(0));
             // SSNs: 3-2-4 joined by the same dash or space.
             if !self.ssns.is_empty()
+                && lens == (3, 2, 4)
                 && same
                 && (s1 == b"-" || s1 == b" ")
                 && left_ok(2)
@@ -413,12 +491,13 @@ impl<'p> Scanner<'p> {
             }
             // Dates of birth: y-m-d or d/m/y (either order of day and month).
             if !self.dobs.is_empty()
+                && matches!(lens, (4, 1..=2, 1..=2) | (1..=2, 1..=2, 4))
                 && same
                 && matches!(s1, b"-" | b"/" | b".")
                 && left_ok(2)
                 && date::numeric([&s[g(2).0..g(2).1], &s[g(1).0..g(1).1], &s[g(0).0..g(0).1]])
             {
-                self.dob(w, g(2).0..last.1, out);
+                self.dob(w, g(2).0..last.1, kw, out);
             }
             // Phones written the North American way: (212) 555-0134, 212-555-0134, 212.555.0134,
             // with an optional 1 or +1 in front.
@@ -427,7 +506,7 @@ impl<'p> Scanner<'p> {
             }
         }
         // IPv4: four groups joined by single dots, not part of a longer dotted run.
-        if n >= 4 && !self.ipv4s.is_empty() {
+        if n >= 4 && !self.ipv4s.is_empty() && (0..4).all(|b| len(b) <= 3) {
             let dots = (0..3).all(|b| sep(b) == b".");
             let not_longer_left = n == 4 || sep(3) != b".";
             let not_longer_right = !(s.get(last.1) == Some(&b'.')
@@ -443,17 +522,21 @@ impl<'p> Scanner<'p> {
         }
         // Dates with the month's name: the year is the last group.
         if !self.dobs.is_empty() && len(0) == 4 && (n == 1 || sep(0) == b" ") {
-            if let Some(a) = date::named_before_year(s, last.0..last.1) {
-                self.dob(w, a..last.1, out);
+            // The month's name and the day take at most 24 bytes before the year.
+            let far = last.0.saturating_sub(24 + self.p.dob_within);
+            if self.keywords_near(w, kw).ends_in(far, last.0) != Some(false) {
+                if let Some(a) = date::named_before_year(s, last.0..last.1) {
+                    self.dob(w, a..last.1, kw, out);
+                }
             }
         }
         phone_found
     }
 
     /// Returns whether a phone number was found.
-    fn nanp(&self, w: &Window<'_>, ring: &[Group; 6], n: usize, out: &mut Vec<Hit>) -> bool {
+    fn nanp(&self, w: &Window<'_>, ring: &[Group; 8], n: usize, out: &mut Vec<Hit>) -> bool {
         let s = w.bytes;
-        let g = |back: usize| ring[(n - 1 - back) % 6];
+        let g = |back: usize| ring[(n - 1 - back) % 8];
         let between = |back: usize| &s[g(back + 1).1..g(back).0];
         let area = g(2);
         let paren = area.0 > 0 && s[area.0 - 1] == b'(';
@@ -541,17 +624,22 @@ impl<'p> Scanner<'p> {
     }
 
     /// A date at `r` is a date of birth if a keyword ends at most `within` bytes before it.
-    fn dob(&self, w: &Window<'_>, r: Range<usize>, out: &mut Vec<Hit>) {
+    fn dob(&self, w: &Window<'_>, r: Range<usize>, kw: &Kw, out: &mut Vec<Hit>) {
         let Some(ac) = &self.p.dob_keywords else {
             return;
         };
         let s = w.bytes;
         for &(d, within) in &self.dobs {
             let lo = r.start.saturating_sub(within);
-            let near = ac.find_iter(&s[lo..r.start]).any(|m| {
-                let a = lo + m.start();
-                !before(s, a).is_some_and(|b| b.is_ascii_alphabetic())
-            });
+            let near = self
+                .keywords_near(w, kw)
+                .ends_in(lo, r.start)
+                .unwrap_or_else(|| {
+                    ac.find_iter(&s[lo..r.start]).any(|m| {
+                        let a = lo + m.start();
+                        !before(s, a).is_some_and(|b| b.is_ascii_alphabetic())
+                    })
+                });
             if near {
                 self.emit(w, d, r.clone(), out);
             }
@@ -624,10 +712,23 @@ impl<'p> Scanner<'p> {
         while k > 0 && k_end - k <= 64 && key_char(s[k - 1]) {
             k -= 1;
         }
-        if k == k_end || k_end - k > 64 {
+        // Keys are identifiers: a timestamp's "10:" or a ratio's "3=" is none.
+        if k == k_end || k_end - k > 64 || !(s[k].is_ascii_alphabetic() || s[k] == b'_') {
             return;
         }
-        let key = &s[k..k_end];
+        let key = crate::names::FieldName::new(&s[k..k_end]);
+        let kv_hit = |d: &usize| match &self.p.detectors[*d].kind {
+            Kind::KvFields { keys } => keys.matches_name(&key),
+            Kind::Secret {
+                password_keys,
+                keys,
+                ..
+            } => password_keys.matches_name(&key) || keys.matches_name(&key),
+            _ => false,
+        };
+        if !self.kvs.iter().any(kv_hit) && !self.secrets.iter().any(kv_hit) {
+            return;
+        }
         // The value: quoted up to its closing quote, else up to a delimiter.
         let mut v = i + 1;
         while v < s.len() && v - i <= 4 && s[v] == b' ' {
@@ -638,7 +739,7 @@ impl<'p> Scanner<'p> {
         };
         for &d in &self.kvs {
             if let Kind::KvFields { keys } = &self.p.detectors[d].kind {
-                if keys.matches(key) {
+                if keys.matches_name(&key) {
                     self.emit(w, d, value.clone(), out);
                 }
             }
@@ -654,11 +755,11 @@ impl<'p> Scanner<'p> {
                 continue;
             };
             let val = &s[value.clone()];
-            if password_keys.matches(key) {
+            if password_keys.matches_name(&key) {
                 if val.len() >= 4 && !secret::is_placeholder(val) {
                     self.emit(w, d, value.clone(), out);
                 }
-            } else if keys.matches(key) {
+            } else if keys.matches_name(&key) {
                 // `Authorization: Bearer <token>`: the token is the secret.
                 let mut r = value.clone();
                 let scheme = [&b"bearer"[..], b"basic", b"token", b"digest"]
@@ -719,6 +820,10 @@ fn ssn_groups(s: &[u8], g: [Group; 3]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn has_trigger(x: u64) -> bool {
+        lanes_between(x, 0x2f, 0x41) != 0
+    }
 
     #[test]
     fn the_swar_test_is_exact() {

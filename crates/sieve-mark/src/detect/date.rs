@@ -37,17 +37,9 @@ pub fn numeric(g: [&[u8]; 3]) -> bool {
     }
 }
 
-const MONTHS: [&[u8]; 12] = [
-    b"jan", b"feb", b"mar", b"apr", b"may", b"jun", b"jul", b"aug", b"sep", b"oct", b"nov", b"dec",
-];
-
 /// The month named by the word `w` (full or three-letter, any case), 1-12.
 fn month(w: &[u8]) -> Option<u32> {
-    if w.len() < 3 || w.len() > 9 {
-        return None;
-    }
-    let lower = w.to_ascii_lowercase();
-    let full: [&[u8]; 12] = [
+    const FULL: [&[u8]; 12] = [
         b"january",
         b"february",
         b"march",
@@ -61,11 +53,14 @@ fn month(w: &[u8]) -> Option<u32> {
         b"november",
         b"december",
     ];
-    MONTHS
-        .iter()
-        .zip(full)
-        .position(|(m, f)| {
-            lower.as_slice() == *m || lower.as_slice() == f || (*m == b"sep" && lower == b"sept")
+    if w.len() < 3 || w.len() > 9 {
+        return None;
+    }
+    FULL.iter()
+        .position(|f| {
+            w.eq_ignore_ascii_case(f)
+                || w.eq_ignore_ascii_case(&f[..3])
+                || (f[..3] == *b"sep" && w.eq_ignore_ascii_case(b"sept"))
         })
         .map(|i| i as u32 + 1)
 }
@@ -76,23 +71,28 @@ fn day(w: &[u8]) -> Option<u32> {
     if !(1..=2).contains(&digits) {
         return None;
     }
-    let suffix = w[digits..].to_ascii_lowercase();
-    if !(suffix.is_empty() || [&b"st"[..], b"nd", b"rd", b"th"].contains(&suffix.as_slice())) {
+    let suffix = &w[digits..];
+    if !(suffix.is_empty()
+        || [&b"st"[..], b"nd", b"rd", b"th"]
+            .iter()
+            .any(|x| suffix.eq_ignore_ascii_case(x)))
+    {
         return None;
     }
     Some(num(&w[..digits]))
 }
 
-/// Words (letters or digits) ending before `end`, last first, with their ranges; at most `n`.
-fn words_before(s: &[u8], mut end: usize, n: usize) -> Vec<Range<usize>> {
-    let mut out = Vec::new();
-    while out.len() < n {
+/// Words (letters or digits) ending before `end`, last first, with their ranges; at most three.
+fn words_before(s: &[u8], mut end: usize) -> ([Range<usize>; 3], usize) {
+    let mut out = [0..0, 0..0, 0..0];
+    let mut n = 0;
+    while n < 3 {
         // Skip separators: spaces, one comma, one dot.
         let mut i = end;
         while i > 0 && end - i < 3 && matches!(s[i - 1], b' ' | b',' | b'.') {
             i -= 1;
         }
-        if i == end && !out.is_empty() {
+        if i == end && n > 0 {
             break;
         }
         let e = i;
@@ -102,17 +102,22 @@ fn words_before(s: &[u8], mut end: usize, n: usize) -> Vec<Range<usize>> {
         if i == e {
             break;
         }
-        out.push(i..e);
+        out[n] = i..e;
+        n += 1;
         end = i;
     }
-    out
+    (out, n)
 }
 
 /// A date written with the month's name whose four-digit year is `year` (a range of `s`): the
 /// start of the whole date, if the words before the year make one.
 pub fn named_before_year(s: &[u8], year: Range<usize>) -> Option<usize> {
     let y = num(&s[year.clone()]);
-    let w = words_before(s, year.start, 3);
+    if !(1900..=2099).contains(&y) {
+        return None;
+    }
+    let (w, n) = words_before(s, year.start);
+    let w = &w[..n];
     let text = |r: &Range<usize>| &s[r.clone()];
     // "March 12, 1984" / "Mar 12 1984"
     if w.len() >= 2 {

@@ -20,6 +20,12 @@ fn v6_char(b: u8) -> bool {
 /// Whether the `:` at `at` is the first colon of its run of IPv6 characters (so each address is
 /// looked at once, whichever chunk holds it).
 pub fn is_first_colon(s: &[u8], at: usize) -> bool {
+    // An address's colon has a hex digit or another colon on each side (`::` at an end).
+    let hexish = |b: Option<&u8>| b.is_some_and(|&b| b.is_ascii_hexdigit() || b == b':');
+    if !hexish(s.get(at + 1)) || !(at == 0 || hexish(s.get(at - 1)) || s.get(at + 1) == Some(&b':'))
+    {
+        return false;
+    }
     let mut i = at;
     while i > 0 && at - i < 5 && s[i - 1].is_ascii_hexdigit() {
         i -= 1;

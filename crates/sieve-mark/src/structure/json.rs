@@ -174,15 +174,24 @@ impl JsonPass {
         if !top.object || top.key.len() > MAX_KEY {
             return 0;
         }
-        let path: Vec<&[u8]> = self
-            .stack
-            .iter()
-            .filter(|f| f.object)
-            .map(|f| f.key.as_slice())
-            .collect();
+        // The keys down to here, without allocating (paths deeper than this match by key only).
+        let mut buf: [&[u8]; 32] = [&[]; 32];
+        let mut depth = 0;
+        for f in self.stack.iter().filter(|f| f.object) {
+            if depth == buf.len() {
+                depth = usize::MAX;
+                break;
+            }
+            buf[depth] = f.key.as_slice();
+            depth += 1;
+        }
+        let path = (depth != usize::MAX).then(|| &buf[..depth]);
+        let name = crate::names::FieldName::new(&top.key);
         let mut bits = 0;
         for (k, r) in self.rules.iter().enumerate() {
-            if r.keys.matches(&top.key) || r.paths.iter().any(|p| p.matches(&path)) {
+            if r.keys.matches_name(&name)
+                || path.is_some_and(|p| r.paths.iter().any(|x| x.matches(p)))
+            {
                 bits |= 1 << k;
             }
         }
