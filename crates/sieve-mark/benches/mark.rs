@@ -1,16 +1,62 @@
 //! Speed of the default policy on one core: `cargo bench -p sieve-mark --bench mark`.
 //!
 //! Documents from the seeded generator (`sieve_mark::labelled`): application logs and letters
-//! (text), 16 MiB each, as they would come from disk, scanned on one thread (the goal is per
-//! core: at least 500 MB/s). A bare `memchr` pass over the same bytes is the baseline measured
-//! in the same run: the speed of reading the bytes at all. CSV and NDJSON, which add the
-//! structure passes, are measured beside them.
+//! (text), and CSV and NDJSON exports, 16 MiB each, scanned on one thread. The goal is per core
+//! (at least 500 MB/s on text and logs), so the time measured is the CPU time of the scanning
+//! thread: a machine shared with other work stretches wall time, not this. A bare `memchr`
+//! pass over the same bytes, measured in the same run, is the baseline: what merely reading the
+//! bytes costs.
+//!
+//! The generated documents are dense: a planted item every 140 to 180 bytes in logs and
+//! letters (an IP address on every request line, a card, a key or a JWT on many others), so the
+//! figures are those of a worst case for the detectors, not of an average file.
 
+use std::time::Duration;
+
+use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sieve_mark::labelled::{Format, Gen};
 use sieve_mark::{Policy, ScanOptions};
 
-fn bench(c: &mut Criterion) {
+/// CPU time of the calling thread.
+struct ThreadCpu;
+
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer to a local.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+static WALL: WallTime = WallTime;
+
+impl Measurement for ThreadCpu {
+    type Intermediate = Duration;
+    type Value = Duration;
+    fn start(&self) -> Duration {
+        thread_cpu()
+    }
+    fn end(&self, i: Duration) -> Duration {
+        thread_cpu().saturating_sub(i)
+    }
+    fn add(&self, a: &Duration, b: &Duration) -> Duration {
+        *a + *b
+    }
+    fn zero(&self) -> Duration {
+        Duration::ZERO
+    }
+    fn to_f64(&self, v: &Duration) -> f64 {
+        v.as_nanos() as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        WALL.formatter()
+    }
+}
+
+fn bench(c: &mut Criterion<ThreadCpu>) {
     let policy = Policy::default_policy();
     let size = 16 << 20;
     let mut g = c.benchmark_group("default-policy-one-core");
@@ -40,5 +86,9 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(ThreadCpu);
+    targets = bench
+}
 criterion_main!(benches);

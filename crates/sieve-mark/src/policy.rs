@@ -276,8 +276,8 @@ pub struct Policy {
     pub detectors: Vec<Detector>,
     pub(crate) allow_values: Vec<Vec<u8>>,
     pub(crate) allow_patterns: Vec<Regex>,
-    /// Case-sensitive literal prefixes (cloud keys, JWTs, titles before names).
-    pub(crate) prefixes: Option<Prefixes>,
+    /// Case-sensitive literal prefixes (cloud keys and JWTs; titles before names).
+    pub(crate) prefixes: Vec<Prefixes>,
     /// Keywords that make a date a date of birth, case-insensitive.
     pub(crate) dob_keywords: Option<AhoCorasick>,
     /// User regular expressions, to skip those with no match in a chunk.
@@ -411,7 +411,7 @@ impl Policy {
             detectors,
             allow_values: allow.values.into_iter().map(String::into_bytes).collect(),
             allow_patterns,
-            prefixes: None,
+            prefixes: Vec::new(),
             dob_keywords: None,
             regex_set: None,
             dob_within: 0,
@@ -424,6 +424,11 @@ impl Policy {
     fn build_automata(&mut self, files: &[DetectFile]) -> Result<(), PolicyError> {
         let mut pats: Vec<Vec<u8>> = Vec::new();
         let mut what = Vec::new();
+        // Titles get an automaton of their own: short, common letter pairs ("Mr", "Dr") in one
+        // set with the key prefixes made the packed search verify far more false starts in
+        // prose than two passes cost.
+        let mut title_pats: Vec<Vec<u8>> = Vec::new();
+        let mut title_what = Vec::new();
         let mut dob_words: Vec<String> = Vec::new();
         let mut regexes = Vec::new();
         for (i, d) in self.detectors.iter().enumerate() {
@@ -440,8 +445,8 @@ impl Policy {
                 }
                 Kind::PersonTitle => {
                     for t in person::TITLES {
-                        pats.push(t.as_bytes().to_vec());
-                        what.push(PrefixWhat::Title(i));
+                        title_pats.push(t.as_bytes().to_vec());
+                        title_what.push(PrefixWhat::Title(i));
                     }
                 }
                 Kind::Dob { within } => {
@@ -463,15 +468,18 @@ impl Policy {
                 _ => {}
             }
         }
-        if !pats.is_empty() {
-            // Leftmost-longest without overlaps: no prefix occurs inside another (a search that
-            // starts anywhere finds the same ones), and a prefix that is the start of a longer one
-            // (`sk-`, `sk-proj-`) fails its own rule where the longer one applies.
+        // Leftmost-longest without overlaps: no prefix occurs inside another (a search that
+        // starts anywhere finds the same ones), and a prefix that is the start of a longer one
+        // (`sk-`, `sk-proj-`) fails its own rule where the longer one applies.
+        for (pats, what) in [(pats, what), (title_pats, title_what)] {
+            if pats.is_empty() {
+                continue;
+            }
             let ac = AhoCorasickBuilder::new()
                 .match_kind(MatchKind::LeftmostLongest)
                 .build(&pats)
                 .map_err(|e| PolicyError::Invalid(format!("prefix automaton: {e}")))?;
-            self.prefixes = Some(Prefixes { ac, what });
+            self.prefixes.push(Prefixes { ac, what });
         }
         if !dob_words.is_empty() {
             let ac = AhoCorasickBuilder::new()
@@ -673,7 +681,7 @@ mod tests {
         ] {
             assert!(names.contains(&n), "{n} missing from {names:?}");
         }
-        assert!(p.prefixes.is_some() && p.dob_keywords.is_some());
+        assert!(p.prefixes.len() == 2 && p.dob_keywords.is_some());
     }
 
     #[test]

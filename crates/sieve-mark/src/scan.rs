@@ -97,32 +97,6 @@ pub struct Scanner<'p> {
 /// A digit group: its range in the window.
 type Group = (usize, usize);
 
-/// Date-of-birth keywords found in a chunk (and the bytes before it), found once per chunk so
-/// that the many dates of a log (its timestamps) cost a binary search each, not a search.
-struct Kw {
-    /// Found on first use: most chunks of a log hold no date that needs them.
-    once: std::cell::OnceCell<KwHits>,
-}
-
-struct KwHits {
-    /// (start, end) of each keyword with no letter just before it, in order.
-    hits: Vec<(usize, usize)>,
-    /// The window positions searched.
-    lo: usize,
-    hi: usize,
-}
-
-impl KwHits {
-    /// Whether a keyword ends in `a..b` (`None`: outside what was searched).
-    fn ends_in(&self, a: usize, b: usize) -> Option<bool> {
-        if a < self.lo && self.lo > 0 || b > self.hi {
-            return None;
-        }
-        let i = self.hits.partition_point(|&(_, e)| e < a);
-        Some(self.hits.get(i).is_some_and(|&(_, e)| e <= b))
-    }
-}
-
 impl<'p> Scanner<'p> {
     pub fn new(p: &'p Policy) -> Scanner<'p> {
         let mut sc = Scanner {
@@ -188,9 +162,6 @@ impl<'p> Scanner<'p> {
     pub fn scan(&self, w: &Window<'_>, out: &mut Vec<Hit>) {
         self.literals(w, out);
         let s = w.bytes;
-        let kw = Kw {
-            once: std::cell::OnceCell::new(),
-        };
         let end = w.own.end;
         let mut i = w.own.start;
         // Without digit detectors, only `:;<=>?@` stop the scan.
@@ -214,18 +185,18 @@ impl<'p> Scanner<'p> {
                 }
                 i += (lanes.trailing_zeros() / 8) as usize;
             }
-            i = self.trigger(w, i, &kw, out);
+            i = self.trigger(w, i, out);
         }
     }
 
     /// Look at the byte at `i`; returns where to go on from.
     #[inline]
-    fn trigger(&self, w: &Window<'_>, i: usize, kw: &Kw, out: &mut Vec<Hit>) -> usize {
+    fn trigger(&self, w: &Window<'_>, i: usize, out: &mut Vec<Hit>) -> usize {
         let s = w.bytes;
         match s[i] {
             b'0'..=b'9' if self.digits => {
                 if run_start(s, i) {
-                    return self.digit_run(w, i, kw, out);
+                    return self.digit_run(w, i, out);
                 }
                 // Inside a run begun before the chunk: skip its digits.
                 let mut e = i + 1;
@@ -264,7 +235,7 @@ impl<'p> Scanner<'p> {
         let s = w.bytes;
         let own = w.own.clone();
         let reach = |n: usize| (own.end + n).min(s.len());
-        if let Some(pre) = &self.p.prefixes {
+        for pre in &self.p.prefixes {
             for m in pre.ac.find_iter(&s[own.start..reach(16)]) {
                 let at = own.start + m.start();
                 if at >= own.end {
@@ -339,31 +310,18 @@ impl<'p> Scanner<'p> {
     }
 
     /// Everything a run of digit groups starting at `i` can be; returns where the run ends.
-    /// Date-of-birth keywords from `within` bytes before the chunk to a little after it.
-    fn keywords_near<'k>(&self, w: &Window<'_>, kw: &'k Kw) -> &'k KwHits {
-        kw.once.get_or_init(|| self.find_keywords(w))
-    }
-
-    fn find_keywords(&self, w: &Window<'_>) -> KwHits {
-        let (Some(ac), Some(within)) = (&self.p.dob_keywords, self.dobs.iter().map(|d| d.1).max())
-        else {
-            return KwHits {
-                hits: Vec::new(),
-                lo: 0,
-                hi: 0,
-            };
+    /// Whether a date-of-birth keyword (not the end of a longer word) ends in `lo..hi`.
+    fn keyword_in(&self, s: &[u8], lo: usize, hi: usize) -> bool {
+        let Some(ac) = &self.p.dob_keywords else {
+            return false;
         };
-        let lo = w.own.start.saturating_sub(within);
-        let hi = (w.own.end + 4096).min(w.bytes.len());
-        let hits = ac
-            .find_iter(&w.bytes[lo..hi])
-            .map(|m| (lo + m.start(), lo + m.end()))
-            .filter(|&(a, _)| !before(w.bytes, a).is_some_and(|b| b.is_ascii_alphabetic()))
-            .collect();
-        KwHits { hits, lo, hi }
+        ac.find_iter(&s[lo..hi]).any(|m| {
+            let a = lo + m.start();
+            !before(s, a).is_some_and(|b| b.is_ascii_alphabetic())
+        })
     }
 
-    fn digit_run(&self, w: &Window<'_>, i: usize, kw: &Kw, out: &mut Vec<Hit>) -> usize {
+    fn digit_run(&self, w: &Window<'_>, i: usize, out: &mut Vec<Hit>) -> usize {
         let s = w.bytes;
         if !self.ibans.is_empty() && i >= 2 {
             self.iban(w, i - 2, out);
@@ -386,7 +344,7 @@ impl<'p> Scanner<'p> {
             }
             n += 1;
             if !glued {
-                phone_found |= self.groups_end(w, &ring, n, kw, out);
+                phone_found |= self.groups_end(w, &ring, n, out);
             }
             // Another group follows across one or two separators?
             let mut k = e;
@@ -406,14 +364,7 @@ impl<'p> Scanner<'p> {
 
     /// Candidates ending with the `n`-th group (the last eight are in `ring`); returns whether a
     /// phone number was among them.
-    fn groups_end(
-        &self,
-        w: &Window<'_>,
-        ring: &[Group; 8],
-        n: usize,
-        kw: &Kw,
-        out: &mut Vec<Hit>,
-    ) -> bool {
+    fn groups_end(&self, w: &Window<'_>, ring: &[Group; 8], n: usize, out: &mut Vec<Hit>) -> bool {
         let s = w.bytes;
         let mut phone_found = false;
         let g = |back: usize| ring[(n - 1 - back) % 8];
@@ -497,7 +448,7 @@ impl<'p> Scanner<'p> {
                 && left_ok(2)
                 && date::numeric([&s[g(2).0..g(2).1], &s[g(1).0..g(1).1], &s[g(0).0..g(0).1]])
             {
-                self.dob(w, g(2).0..last.1, kw, out);
+                self.dob(w, g(2).0..last.1, out);
             }
             // Phones written the North American way: (212) 555-0134, 212-555-0134, 212.555.0134,
             // with an optional 1 or +1 in front.
@@ -524,9 +475,9 @@ impl<'p> Scanner<'p> {
         if !self.dobs.is_empty() && len(0) == 4 && (n == 1 || sep(0) == b" ") {
             // The month's name and the day take at most 24 bytes before the year.
             let far = last.0.saturating_sub(24 + self.p.dob_within);
-            if self.keywords_near(w, kw).ends_in(far, last.0) != Some(false) {
+            if self.keyword_in(s, far, last.0) {
                 if let Some(a) = date::named_before_year(s, last.0..last.1) {
-                    self.dob(w, a..last.1, kw, out);
+                    self.dob(w, a..last.1, out);
                 }
             }
         }
@@ -624,23 +575,9 @@ impl<'p> Scanner<'p> {
     }
 
     /// A date at `r` is a date of birth if a keyword ends at most `within` bytes before it.
-    fn dob(&self, w: &Window<'_>, r: Range<usize>, kw: &Kw, out: &mut Vec<Hit>) {
-        let Some(ac) = &self.p.dob_keywords else {
-            return;
-        };
-        let s = w.bytes;
+    fn dob(&self, w: &Window<'_>, r: Range<usize>, out: &mut Vec<Hit>) {
         for &(d, within) in &self.dobs {
-            let lo = r.start.saturating_sub(within);
-            let near = self
-                .keywords_near(w, kw)
-                .ends_in(lo, r.start)
-                .unwrap_or_else(|| {
-                    ac.find_iter(&s[lo..r.start]).any(|m| {
-                        let a = lo + m.start();
-                        !before(s, a).is_some_and(|b| b.is_ascii_alphabetic())
-                    })
-                });
-            if near {
+            if self.keyword_in(w.bytes, r.start.saturating_sub(within), r.start) {
                 self.emit(w, d, r.clone(), out);
             }
         }
