@@ -17,7 +17,7 @@ use regex::bytes::{Regex, RegexSet};
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::detect::{api_key, person};
+use crate::detect::api_key;
 use crate::names::Names;
 use crate::structure::json::PathPattern;
 
@@ -276,7 +276,7 @@ pub struct Policy {
     pub detectors: Vec<Detector>,
     pub(crate) allow_values: Vec<Vec<u8>>,
     pub(crate) allow_patterns: Vec<Regex>,
-    /// Case-sensitive literal prefixes (cloud keys and JWTs; titles before names).
+    /// Case-sensitive literal prefixes (cloud keys and JWTs).
     pub(crate) prefixes: Vec<Prefixes>,
     /// Keywords that make a date a date of birth, case-insensitive.
     pub(crate) dob_keywords: Option<AhoCorasick>,
@@ -298,7 +298,6 @@ pub(crate) struct Prefixes {
 pub(crate) enum PrefixWhat {
     ApiKey(usize, api_key::Rule),
     Jwt(usize),
-    Title(usize),
 }
 
 impl Policy {
@@ -424,11 +423,6 @@ impl Policy {
     fn build_automata(&mut self, files: &[DetectFile]) -> Result<(), PolicyError> {
         let mut pats: Vec<Vec<u8>> = Vec::new();
         let mut what = Vec::new();
-        // Titles get an automaton of their own: short, common letter pairs ("Mr", "Dr") in one
-        // set with the key prefixes made the packed search verify far more false starts in
-        // prose than two passes cost.
-        let mut title_pats: Vec<Vec<u8>> = Vec::new();
-        let mut title_what = Vec::new();
         let mut dob_words: Vec<String> = Vec::new();
         let mut regexes = Vec::new();
         for (i, d) in self.detectors.iter().enumerate() {
@@ -442,12 +436,6 @@ impl Policy {
                 Kind::Jwt => {
                     pats.push(b"eyJ".to_vec());
                     what.push(PrefixWhat::Jwt(i));
-                }
-                Kind::PersonTitle => {
-                    for t in person::TITLES {
-                        title_pats.push(t.as_bytes().to_vec());
-                        title_what.push(PrefixWhat::Title(i));
-                    }
                 }
                 Kind::Dob { within } => {
                     let words = files[i].keywords.clone().unwrap_or_else(|| {
@@ -471,10 +459,7 @@ impl Policy {
         // Leftmost-longest without overlaps: no prefix occurs inside another (a search that
         // starts anywhere finds the same ones), and a prefix that is the start of a longer one
         // (`sk-`, `sk-proj-`) fails its own rule where the longer one applies.
-        for (pats, what) in [(pats, what), (title_pats, title_what)] {
-            if pats.is_empty() {
-                continue;
-            }
+        if !pats.is_empty() {
             let ac = AhoCorasickBuilder::new()
                 .match_kind(MatchKind::LeftmostLongest)
                 .build(&pats)
@@ -681,7 +666,7 @@ mod tests {
         ] {
             assert!(names.contains(&n), "{n} missing from {names:?}");
         }
-        assert!(p.prefixes.len() == 2 && p.dob_keywords.is_some());
+        assert!(p.prefixes.len() == 1 && p.dob_keywords.is_some());
     }
 
     #[test]
