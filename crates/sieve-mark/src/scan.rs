@@ -206,25 +206,29 @@ impl<'p> Scanner<'p> {
         let mut misses = KeyMisses::new();
         // Without digit detectors, only `:;<=>?@` stop the scan.
         let low = if self.digits { 0x2f } else { 0x39 };
-        while i < end {
-            if i + 8 <= end {
-                let x = u64::from_le_bytes([
-                    s[i],
-                    s[i + 1],
-                    s[i + 2],
-                    s[i + 3],
-                    s[i + 4],
-                    s[i + 5],
-                    s[i + 6],
-                    s[i + 7],
-                ]);
-                let lanes = lanes_between(x, low, 0x41);
-                if lanes == 0 {
-                    i += 8;
-                    continue;
-                }
-                i += (lanes.trailing_zeros() / 8) as usize;
+        while i + 8 <= end {
+            let Ok(word) = <[u8; 8]>::try_from(&s[i..i + 8]) else {
+                break;
+            };
+            let mut lanes = lanes_between(u64::from_le_bytes(word), low, 0x41);
+            if lanes == 0 {
+                i += 8;
+                continue;
             }
+            // Every trigger of the word in turn, without loading it again; a trigger may
+            // consume bytes past others (a run of digits), which are then skipped.
+            let base = i;
+            let mut next = i;
+            while lanes != 0 {
+                let j = base + (lanes.trailing_zeros() / 8) as usize;
+                lanes &= lanes - 1;
+                if j >= next {
+                    next = self.trigger(w, j, &mut misses, out);
+                }
+            }
+            i = next.max(base + 8);
+        }
+        while i < end {
             i = self.trigger(w, i, &mut misses, out);
         }
     }
