@@ -177,6 +177,24 @@ fn send_with_a_policy_classifies_on_the_fly() {
     assert_eq!(det["columns"], 600);
     assert_eq!(det["pem"], 0);
 
+    // Read instead of mapped: the same classification.
+    let copy = d.path().join("copy.log");
+    std::fs::copy(&log, &copy).unwrap();
+    let o = run(rx
+        .send()
+        .args(["--policy", "default", "--json", "--no-mmap"])
+        .arg(&copy));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v2: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
+    let m = run(sieve().args(["mark", "--json"]).arg(&log));
+    let s: serde_json::Value = serde_json::from_str(text(&m.stdout).trim()).unwrap();
+    assert_eq!(v2["secure_bytes"], s["classified_bytes"]);
+    assert_eq!(v2["detections"]["ssn"], 300);
+    assert_eq!(
+        std::fs::read(out.join("copy.log")).unwrap(),
+        std::fs::read(&log).unwrap()
+    );
+
     // A policy that cannot be loaded: nothing reaches the receiver.
     let bad = d.path().join("bad.toml");
     std::fs::write(&bad, "[[detect]]\nkind = \"regex\"\npattern = \"(\"\n").unwrap();
