@@ -4,8 +4,10 @@ mod certs;
 mod demo;
 mod gen;
 mod lab;
+mod mark;
 mod send;
 mod serve;
+mod ui;
 
 use std::process::ExitCode;
 
@@ -33,7 +35,9 @@ const EXAMPLES: &str = "Examples:
   sieve send --ca certs/ca.pem 10MB-10.txt
   sieve send --ca certs/ca.pem --mode secure-only -n 2 --json 10MB-10.txt
   sieve send --ca certs/ca.pem --ranges fields.json record.bin
-  sieve send --ca certs/ca.pem -r datasets/";
+  sieve send --ca certs/ca.pem -r datasets/
+  sieve mark -o export.ranges.json --explain export.csv
+  sieve send --ca certs/ca.pem --policy default --json export.csv";
 
 #[derive(Subcommand, Debug)]
 enum Command {
@@ -51,6 +55,19 @@ enum Command {
     Serve(serve::Args),
     /// Send files in one session; exits 0 only if every file was acknowledged.
     Send(send::Args),
+    /// Find the classified parts of a document with a marking policy: write a ranges file
+    /// (what `sieve send --ranges` reads), a marked copy, or an explanation.
+    ///
+    /// The built-in `default` policy finds payment cards (Luhn), IBANs (mod 97), US SSNs,
+    /// e-mail addresses, phone numbers (numbering plans), IP addresses, PEM keys and
+    /// certificates, cloud and API keys, JWTs, secrets after password/token/key keys, dates of
+    /// birth near a keyword, names after a title, and CSV columns, JSON fields and log keys
+    /// named like personal data. `--print-policy default` shows it, with every option explained.
+    Mark(mark::Args),
+    /// Serve the marking page on 127.0.0.1: open or drop a document, see what the policy
+    /// classified, mark and unmark by selecting text, save a ranges file or a marked copy, and
+    /// send it to a receiver.
+    Ui(ui::Args),
     /// Generate a thesis x-P test file (five classified components per MB).
     Gen(gen::Args),
     /// Run the demo: secure-only vs sieve on loopback, with a comparison.
@@ -93,6 +110,8 @@ fn main() -> ExitCode {
             Some(Command::Demo(a)) => demo::run(&a).await.map(|_| true),
             Some(Command::Certs(a)) => certs::run(&a).map(|_| true),
             Some(Command::Gen(a)) => gen::run(&a).map(|_| true),
+            Some(Command::Ui(a)) => ui::run(&a).await,
+            Some(Command::Mark(a)) => tokio::task::block_in_place(|| mark::run(&a)),
             Some(Command::Serve(a)) => serve::run(&a).await.map(|_| true),
             Some(Command::Send(a)) => send::run(&a).await,
             Some(Command::Lab(a)) => tokio::task::block_in_place(|| lab::run(&a)),

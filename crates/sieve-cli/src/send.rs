@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use sieve_core::batch::BatchSplit;
 use sieve_core::marks::MarkConfig;
@@ -71,12 +71,12 @@ pub struct Args {
     /// Classified ranges of the one FILE from a JSON file ({"ranges": [[start, end], ...]}:
     /// byte offsets, start included, end excluded) instead of inline marks. For several files,
     /// use --ranges-beside.
-    #[arg(long, conflicts_with = "ranges_beside")]
+    #[arg(long, conflicts_with_all = ["ranges_beside", "policy"])]
     pub ranges: Option<PathBuf>,
     /// Classified ranges of each FILE from the JSON ranges file beside it, FILE.ranges.json
     /// (the format of --ranges). Ranges files sent alongside their files are not sent as
     /// documents of their own.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "policy")]
     pub ranges_beside: bool,
     /// Send folders with everything beneath them, each file under its path relative to the
     /// folder's parent (`-r photos` stores photos/2024/a.jpg beneath the receiver's folder).
@@ -92,6 +92,12 @@ pub struct Args {
     /// classified parts sit.
     #[arg(long, hide = true)]
     pub quiet_layout_warning: bool,
+    /// Classify each FILE with a marking policy instead of inline marks: a TOML file, or
+    /// `default` (see `sieve mark --print-policy default`). Every file is classified before
+    /// anything is sent; a policy that cannot be loaded stops the command first. --json adds
+    /// `detections`, the findings per detector.
+    #[arg(long, value_name = "FILE|default")]
+    pub policy: Option<String>,
     /// Start mark.
     #[arg(long, default_value = "<$S>")]
     pub start_mark: String,
@@ -156,15 +162,21 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         identity,
     }
     .config()?;
-    if args.strip_marks && (args.ranges.is_some() || args.ranges_beside) {
+    if args.strip_marks && (args.ranges.is_some() || args.ranges_beside || args.policy.is_some())
+    {
         bail!(
-            "--strip-marks has no effect with ranges files: a ranges file adds no marks to strip"
+            "--strip-marks has no effect with ranges files or --policy: they add no marks to strip"
         );
     }
-    let classify = match &args.ranges {
-        Some(r) => Classify::RangesFile(r.clone()),
-        None if args.ranges_beside => Classify::RangesBeside,
-        None => Classify::Marks(MarkConfig {
+    let classify = match (&args.ranges, &args.policy) {
+        (Some(r), _) => Classify::RangesFile(r.clone()),
+        (None, Some(p)) => {
+            let policy = sieve_mark::Policy::load(p)
+                .with_context(|| format!("the marking policy {p} cannot be used"))?;
+            Classify::Policy(Arc::new(sieve_mark::PolicyRun::new(policy)))
+        }
+        (None, None) if args.ranges_beside => Classify::RangesBeside,
+        (None, None) => Classify::Marks(MarkConfig {
             start: args.start_mark.as_bytes().to_vec(),
             end: args.end_mark.as_bytes().to_vec(),
             escape: args.escape.as_bytes().to_vec(),

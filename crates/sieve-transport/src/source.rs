@@ -50,6 +50,9 @@ pub enum Classify {
     Marks(MarkConfig),
     /// A JSON ranges file over the raw bytes (of one document).
     RangesFile(PathBuf),
+    /// A marking policy, run over each document as it is prepared (before anything is sent);
+    /// its findings are counted across the documents.
+    Policy(std::sync::Arc<sieve_mark::PolicyRun>),
     /// A JSON ranges file beside each document: `FILE.ranges.json` (see [`ranges_beside`]).
     RangesBeside,
 }
@@ -137,6 +140,15 @@ impl Source {
             Classify::All => (Layout::whole(Kind::Secure, len), whole(), None),
             Classify::RangesFile(rf) => (ranges(rf, false)?, whole(), None),
             Classify::RangesBeside => (ranges(&ranges_beside(path), true)?, whole(), None),
+            Classify::Policy(run) => {
+                let ranges = match &map {
+                    Some(m) => run.classify_slice(m, &name, &|r| release(m, r)),
+                    None => run
+                        .classify_reader(&mut file, &name)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
+                };
+                (Layout::from_ranges(len, &ranges), whole(), None)
+            }
             Classify::Marks(cfg) => {
                 let parsed = match &map {
                     Some(m) => {

@@ -255,6 +255,9 @@ pub struct SessionReport {
     /// Documents whose files a read lease watched for changes (the others were watched by their
     /// size and times only; see [`crate::change`]).
     pub docs_leased: usize,
+    /// Findings per detector when the documents were classified by a policy (`--policy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detections: Option<std::collections::BTreeMap<String, u64>>,
     pub failures: Vec<DocReport>,
     #[serde(skip)]
     pub documents: Vec<DocReport>,
@@ -694,6 +697,9 @@ pub async fn send_prepared(
         ..Default::default()
     };
     report.processing_ms = ms(processing_time);
+    if let (Classify::Policy(run), false) = (&cfg.classify, secure_only) {
+        report.detections = Some(run.counts());
+    }
     report.response_ms =
         report.sieve_ms + report.processing_ms + report.split_ms + report.transfer_ms;
     report.total_ms = report.connect_ms + report.response_ms;

@@ -1,0 +1,220 @@
+//! `sieve mark` and `sieve send --policy` through the real binary.
+
+use std::path::Path;
+
+use sieve_core::marks::{parse_all, MarkConfig};
+
+mod common;
+use common::*;
+
+const SECRET_CARD: &str = "4111 1111 1111 1111";
+
+/// A CSV export and a log with personal data in them, and a literal mark in the content.
+fn documents(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let csv = dir.join("customers.csv");
+    let mut s = String::from("id,first_name,email,plan,notes\n");
+    for i in 0..300 {
+        s.push_str(&format!(
+            "{i},Ann{i},ann{i}@mail.example.io,pro,\"paid with {SECRET_CARD} <$S> literal\"\n"
+        ));
+    }
+    std::fs::write(&csv, s).unwrap();
+    let log = dir.join("app.log");
+    let mut s = String::new();
+    for i in 0..300 {
+        s.push_str(&format!(
+            "2024-05-01T10:00:{:02}Z INFO login user=u{i} from 203.0.113.{} ssn 123-45-6789 \\<$E> ok\n",
+            i % 60,
+            i % 250 + 1
+        ));
+    }
+    std::fs::write(&log, s).unwrap();
+    (csv, log)
+}
+
+#[test]
+fn print_policy_shows_the_built_in_policy() {
+    let o = run(sieve().args(["mark", "--print-policy", "default"]));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), sieve_mark::policy::DEFAULT_POLICY);
+    let o = run(sieve().args(["mark", "--print-policy", "strict"]));
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("no built-in policy"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// Ranges file, marked copy, explanation and JSON summary of one run agree with each other and
+/// with the document.
+#[test]
+fn mark_writes_ranges_a_marked_copy_and_an_explanation() {
+    let d = tempfile::tempdir().unwrap();
+    let (csv, _) = documents(d.path());
+    let ranges = d.path().join("r.json");
+    let marked = d.path().join("marked.csv");
+    let o = run(sieve()
+        .args(["mark", "--explain", "--json", "-o"])
+        .arg(&ranges)
+        .arg("--marked")
+        .arg(&marked)
+        .arg(&csv));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let doc = std::fs::read(&csv).unwrap();
+    let json = std::fs::read(&ranges).unwrap();
+    let r = sieve_core::ranges_file::parse(&json, doc.len() as u64).unwrap();
+    // Names, e-mails and cards of 300 rows.
+    assert_eq!(r.as_slice().len(), 900, "{}", text(&json));
+    for range in r.as_slice() {
+        let t = text(&doc[range.start as usize..range.end as usize]);
+        assert!(
+            t.starts_with("Ann") || t.contains("@mail.example.io") || t == SECRET_CARD,
+            "{t}"
+        );
+    }
+    // The marked copy parses back to the document and the same ranges.
+    let copy = std::fs::read(&marked).unwrap();
+    let cfg = MarkConfig {
+        strip: true,
+        ..MarkConfig::default()
+    };
+    let parsed = parse_all(&cfg, &copy).unwrap();
+    let mut content = Vec::new();
+    for e in &parsed.extents {
+        content.extend_from_slice(&copy[e.raw as usize..(e.raw + e.len) as usize]);
+    }
+    assert_eq!(content, doc);
+    assert_eq!(parsed.ranges, r.as_slice());
+    // One explanation line per range, then the summary; no secret in the clear.
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 901);
+    assert!(lines[0].contains("columns"), "{}", lines[0]);
+    assert!(out.contains("\tcard\t41•• •••• •••• ••11"), "{out}");
+    assert!(!out.contains(SECRET_CARD) && !out.contains("ann7@mail"));
+    let v: serde_json::Value = serde_json::from_str(lines[900]).unwrap();
+    assert_eq!(v["format"], "csv");
+    assert_eq!(v["ranges"], 900);
+    assert_eq!(v["detections"]["card"], 300);
+    assert_eq!(v["detections"]["columns"], 600);
+}
+
+#[test]
+fn bad_policies_and_arguments_are_refused_with_a_reason() {
+    let d = tempfile::tempdir().unwrap();
+    let (csv, _) = documents(d.path());
+    let bad = d.path().join("bad.toml");
+    std::fs::write(&bad, "[[detect]]\nkind = \"cards\"\n").unwrap();
+    let o = run(sieve()
+        .args(["mark", "--json", "--policy"])
+        .arg(&bad)
+        .arg(&csv));
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("unknown kind \"cards\""),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run(sieve()
+        .args(["mark", "--policy", "/nonexistent.toml", "--json"])
+        .arg(&csv));
+    assert!(
+        text(&o.stderr).contains("cannot read the policy file"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run(sieve().arg("mark").arg(&csv));
+    assert!(
+        text(&o.stderr).contains("say what to produce"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// `sieve send --policy default`: files arrive identical, the classified bytes are the ranges
+/// `sieve mark` finds, and --json counts findings per detector. A policy that cannot run sends
+/// nothing.
+#[test]
+fn send_with_a_policy_classifies_on_the_fly() {
+    let srv = {
+        let root = tempfile::tempdir().unwrap();
+        let certs = certs(root.path());
+        let out = root.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        (common::Server::start(&certs, &out, None, &[]), out, root)
+    };
+    let (rx, out, _root) = srv;
+    let d = tempfile::tempdir().unwrap();
+    let (csv, log) = documents(d.path());
+    let o = run(rx
+        .send()
+        .args(["--policy", "default", "--json", "-m", "2"])
+        .arg(&csv)
+        .arg(&log));
+    assert!(o.status.success(), "{}\n{}", text(&o.stderr), rx.log());
+    for f in [&csv, &log] {
+        let name = f.file_name().unwrap();
+        assert_eq!(
+            std::fs::read(out.join(name)).unwrap(),
+            std::fs::read(f).unwrap()
+        );
+    }
+    let v: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
+    let mut classified = 0;
+    for f in [&csv, &log] {
+        let m = run(sieve().args(["mark", "--json"]).arg(f));
+        let s: serde_json::Value = serde_json::from_str(text(&m.stdout).trim()).unwrap();
+        classified += s["classified_bytes"].as_u64().unwrap();
+    }
+    assert_eq!(v["secure_bytes"].as_u64().unwrap(), classified);
+    assert!(classified > 0);
+    let det = &v["detections"];
+    assert_eq!(det["card"], 300);
+    assert_eq!(det["ssn"], 300);
+    assert_eq!(det["ipv4"], 300);
+    assert_eq!(det["log-fields"], 300);
+    assert_eq!(det["columns"], 600);
+    assert_eq!(det["pem"], 0);
+
+    // Read instead of mapped: the same classification.
+    let copy = d.path().join("copy.log");
+    std::fs::copy(&log, &copy).unwrap();
+    let o = run(rx
+        .send()
+        .args(["--policy", "default", "--json", "--no-mmap"])
+        .arg(&copy));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v2: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
+    let m = run(sieve().args(["mark", "--json"]).arg(&log));
+    let s: serde_json::Value = serde_json::from_str(text(&m.stdout).trim()).unwrap();
+    assert_eq!(v2["secure_bytes"], s["classified_bytes"]);
+    assert_eq!(v2["detections"]["ssn"], 300);
+    assert_eq!(
+        std::fs::read(out.join("copy.log")).unwrap(),
+        std::fs::read(&log).unwrap()
+    );
+
+    // A policy that cannot be loaded: nothing reaches the receiver.
+    let bad = d.path().join("bad.toml");
+    std::fs::write(&bad, "[[detect]]\nkind = \"regex\"\npattern = \"(\"\n").unwrap();
+    let other = d.path().join("other.log");
+    std::fs::write(&other, "x").unwrap();
+    let before = names_in(&out);
+    let sessions = rx.log().matches("session started").count();
+    assert!(sessions > 0, "the receiver logs its sessions");
+    let o = run(rx.send().arg("--policy").arg(&bad).arg(&other));
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("cannot be used"),
+        "{}",
+        text(&o.stderr)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(names_in(&out), before);
+    assert_eq!(
+        rx.log().matches("session started").count(),
+        sessions,
+        "no session was opened"
+    );
+}

@@ -1,0 +1,47 @@
+//! PEM blocks (RFC 7468): `-----BEGIN LABEL-----` … `-----END LABEL-----`, classified whole when
+//! the label names a private key or a certificate.
+
+use std::ops::Range;
+
+/// The marker every PEM block starts with.
+pub const BEGIN: &[u8] = b"-----BEGIN ";
+
+/// Longest block sought: an 8192-bit RSA key in PEM is about 6.5 KB; certificate chains are
+/// found block by block.
+pub const MAX_BLOCK: usize = 32 << 10;
+
+/// The block starting at `at` (where [`BEGIN`] is), if its label contains one of `labels` and
+/// its end line follows within [`MAX_BLOCK`] bytes.
+pub fn block_at(s: &[u8], at: usize, labels: &[Vec<u8>]) -> Option<Range<usize>> {
+    let rest = &s[at + BEGIN.len()..s.len().min(at + MAX_BLOCK)];
+    let close = memchr::memmem::find(&rest[..rest.len().min(80)], b"-----")?;
+    let label = &rest[..close];
+    if label.contains(&b'\n')
+        || !labels
+            .iter()
+            .any(|l| memchr::memmem::find(label, l).is_some())
+    {
+        return None;
+    }
+    let mut end_line = b"-----END ".to_vec();
+    end_line.extend_from_slice(label);
+    end_line.extend_from_slice(b"-----");
+    let e = memchr::memmem::find(rest, &end_line)?;
+    Some(at..at + BEGIN.len() + e + end_line.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_certificates_whole_and_others_not() {
+        let labels = vec![b"PRIVATE KEY".to_vec(), b"CERTIFICATE".to_vec()];
+        let doc = b"x -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- y";
+        assert_eq!(block_at(doc, 2, &labels), Some(2..doc.len() - 2));
+        let pubkey = b"-----BEGIN PUBLIC KEY-----\nMII\n-----END PUBLIC KEY-----";
+        assert_eq!(block_at(pubkey, 0, &labels), None);
+        let open = b"-----BEGIN CERTIFICATE-----\nMII\n";
+        assert_eq!(block_at(open, 0, &labels), None);
+    }
+}
