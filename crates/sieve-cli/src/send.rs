@@ -162,8 +162,7 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         identity,
     }
     .config()?;
-    if args.strip_marks && (args.ranges.is_some() || args.ranges_beside || args.policy.is_some())
-    {
+    if args.strip_marks && (args.ranges.is_some() || args.ranges_beside || args.policy.is_some()) {
         bail!(
             "--strip-marks has no effect with ranges files or --policy: they add no marks to strip"
         );

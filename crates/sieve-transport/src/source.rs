@@ -142,9 +142,9 @@ impl Source {
             Classify::RangesBeside => (ranges(&ranges_beside(path), true)?, whole(), None),
             Classify::Policy(run) => {
                 let ranges = match &map {
-                    Some(m) => run.classify_slice(m, &name, &|r| release(m, r)),
+                    Some(m) => run.classify_slice(m, name, &|r| release(m, r)),
                     None => run
-                        .classify_reader(&mut file, &name)
+                        .classify_reader(watch.file(), name)
                         .with_context(|| format!("cannot read {}", path.display()))?,
                 };
                 (Layout::from_ranges(len, &ranges), whole(), None)
