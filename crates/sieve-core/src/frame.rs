@@ -73,11 +73,13 @@ pub enum FrameType {
     Bye = 9,
     /// Fatal protocol error, with a code and a message for humans.
     Error = 10,
+    /// A compressed run of one document's plain stream.
+    ZData = 11,
 }
 
 impl FrameType {
     /// Every frame type, in wire-value order.
-    pub const ALL: [FrameType; 10] = [
+    pub const ALL: [FrameType; 11] = [
         FrameType::Hello,
         FrameType::Session,
         FrameType::Join,
@@ -88,6 +90,7 @@ impl FrameType {
         FrameType::Ack,
         FrameType::Bye,
         FrameType::Error,
+        FrameType::ZData,
     ];
 
     /// The wire value.
@@ -108,6 +111,7 @@ impl FrameType {
             FrameType::Ack => "Ack",
             FrameType::Bye => "Bye",
             FrameType::Error => "Error",
+            FrameType::ZData => "ZData",
         }
     }
 }
@@ -133,6 +137,7 @@ impl TryFrom<u8> for FrameType {
             8 => FrameType::Ack,
             9 => FrameType::Bye,
             10 => FrameType::Error,
+            11 => FrameType::ZData,
             other => return Err(FrameError::UnknownType(other)),
         })
     }
@@ -306,7 +311,7 @@ mod tests {
         for ty in FrameType::ALL {
             assert_eq!(FrameType::try_from(ty.code()), Ok(ty));
         }
-        for b in [0u8, 11, 42, 255] {
+        for b in [0u8, 12, 42, 255] {
             assert_eq!(FrameType::try_from(b), Err(FrameError::UnknownType(b)));
         }
     }
