@@ -13,6 +13,7 @@
 //! | channels ask for the next chunk (our default) | [`chunk`] |
 //! | `<!$!>`, `MSG_DONE`, `MSG_ACK` in-band strings (§4.2.4) | typed, length-prefixed [`frame`]s and [`message`]s |
 //! | x-P files (§5.1.2) | [`gen`] |
+//! | realistic documents with x-P marking (prose, CSV, JSON lines, logs) | [`corpus`] |
 //! | ACCENT's adaptive compression (seed 004), for the cleartext only | [`compress`] |
 
 // Lists holding a single byte range are normal here (one classified span), not a mistaken
@@ -22,6 +23,7 @@
 pub mod batch;
 pub mod chunk;
 pub mod compress;
+pub mod corpus;
 pub mod frame;
 pub mod gen;
 pub mod layout;
