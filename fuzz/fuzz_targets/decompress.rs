@@ -5,7 +5,10 @@
 //!   whatever decodes is exactly the declared length, and an error leaves nothing behind;
 //! - as raw compressed bytes with a declared length taken from the first bytes (the fuzzer finds
 //!   valid zstd frames quickly from the seed corpus it builds);
-//! - as plain bytes: compress at a fuzzer-chosen level, then decompress: the identity.
+//! - as plain bytes: compress at a fuzzer-chosen level, then decompress: the identity; then the
+//!   compressed frame corrupted at positions and to values the input chooses, and decoded again
+//!   (libzstd is not instrumented, so the fuzzer would seldom build a valid frame by itself:
+//!   this puts well-formed frames with a few wrong bytes in front of the decoder on every run).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -40,6 +43,11 @@ fuzz_target!(|data: &[u8]| {
             big.decompress_into(&packed, rest.len() as u64, &mut out)
                 .expect("what we compressed decompresses");
             assert_eq!(out, rest);
+            for pair in rest.chunks_exact(3).take(4) {
+                let at = usize::from(u16::from_be_bytes([pair[0], pair[1]])) % packed.len();
+                packed[at] ^= pair[2] | 1;
+                bounded(&mut big, &packed, rest.len() as u64, &mut out);
+            }
         }
         Encoded::Raw { compressed_len } => {
             assert!(rest.is_empty() || compressed_len as f64 > 0.95 * rest.len() as f64);
