@@ -51,6 +51,9 @@ pub enum DecompressError {
     /// libzstd refused the data (corrupt, truncated).
     #[error("compressed frame is corrupt: {0}")]
     Corrupt(String),
+    /// libzstd could not make a decompression context (out of memory).
+    #[error("cannot create a zstd decompression context: {0}")]
+    NoContext(String),
     /// The frame decoded to fewer bytes than declared.
     #[error("compressed frame decoded to {got} bytes, {declared} declared")]
     Short {
@@ -79,7 +82,7 @@ impl Decoder {
     /// A decompressor that refuses frames declaring more than `max_len` bytes.
     pub fn new(max_len: usize) -> Result<Decoder, DecompressError> {
         let dctx = zstd::bulk::Decompressor::new()
-            .map_err(|e| DecompressError::Corrupt(format!("cannot create a zstd context: {e}")))?;
+            .map_err(|e| DecompressError::NoContext(e.to_string()))?;
         Ok(Decoder { dctx, max_len })
     }
 
