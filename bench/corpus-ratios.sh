@@ -38,12 +38,14 @@ for kind in letters text csv json log; do
 done
 DOCS="$(rustc --print sysroot)/share/doc"
 if [ -d "$DOCS" ]; then
-  find "$DOCS" -type f -name '*.html' -print0 | sort -z | xargs -0 cat | head -c "$BYTES" > "$W/rust-docs" || true
+  # head closes the pipe once it has SIZE bytes: cat's broken pipe is expected, not reported.
+  find "$DOCS" -type f -name '*.html' -print0 | sort -z | xargs -0 cat 2>/dev/null \
+    | head -c "$BYTES" > "$W/rust-docs" || true
 fi
 REG="${CARGO_HOME:-$HOME/.cargo}/registry/src"
 if [ -d "$REG" ]; then
   find "$REG" -type f \( -name '*.rs' -o -name '*.md' -o -name '*.toml' \) -print0 | sort -z \
-    | xargs -0 cat | head -c "$BYTES" > "$W/crate-sources" || true
+    | xargs -0 cat 2>/dev/null | head -c "$BYTES" > "$W/crate-sources" || true
 fi
 
 echo "corpus,bytes,frame,zstd1,zstd3,zstd9,zstd19" > ratios.csv
