@@ -8,11 +8,12 @@
 //!   every type in `FrameType::ALL`, `DocCancel` included;
 //! - `Doc::parse_with_max_segments` agrees with `Doc::parse` whenever it accepts;
 //! - a manifest padded to its bucket (`Doc::pad_to_bucket`) fills it exactly and parses back.
+//! - a `ZData` that parses keeps its compressed bytes verbatim after the authenticated prefix.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sieve_core::frame::{self, FrameType, Limits, HEADER_LEN};
-use sieve_core::message::{bucket_len, DataRef, Doc, Message};
+use sieve_core::message::{bucket_len, DataRef, Doc, Message, ZDataRef, ZDATA_PREFIX_LEN};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, stream)) = data.split_first() else {
@@ -85,6 +86,10 @@ fn message(ty: FrameType, payload: &[u8]) {
     }
     if let Ok(d) = DataRef::parse(payload) {
         assert_eq!(d.payload.len() + 12, payload.len());
+    }
+    if let Ok(z) = ZDataRef::parse(payload) {
+        assert_eq!(z.compressed.len() + ZDATA_PREFIX_LEN, payload.len());
+        assert_eq!(&payload[..ZDATA_PREFIX_LEN], &z.authenticated_prefix());
     }
     if let Ok(capped) = Doc::parse_with_max_segments(payload, 16) {
         assert!(capped.layout.lens.len() <= 16);

@@ -1,11 +1,13 @@
-//! `sieve gen`: the thesis's x-P test files (§5.1.2).
+//! `sieve gen`: test documents with classified parts marked: the thesis's x-P files (§5.1.2), or
+//! realistic prose, CSV, JSON lines and logs with the same proportion P classified.
 
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use sieve_core::gen::{parse_size, write_xp_with, XpSpec, WRITE_CHUNK};
+use sieve_core::corpus::{self, DocKind};
+use sieve_core::gen::{parse_size, WRITE_CHUNK};
 use sieve_core::ranges::ClassifiedRanges;
 use sieve_core::ranges_file;
 
@@ -17,7 +19,13 @@ pub struct Args {
     /// Proportion of classified content, 0 to 1 (the thesis's P).
     #[arg(long, short = 'p')]
     pub proportion: f64,
-    /// Seed of the filler text.
+    /// What to write: `letters`, the thesis's x-P files (random letters with five classified
+    /// components per MB); or realistic documents whose classified parts are whole values (names,
+    /// accounts, amounts, notes) or whole records: `text` (prose), `csv` (customer
+    /// transactions), `json` (JSON lines of orders), `log` (a web service's log).
+    #[arg(long, default_value = "letters")]
+    pub kind: DocKind,
+    /// Seed of the generated content: the same seed gives the same bytes.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Output file.
@@ -38,23 +46,28 @@ pub fn run(args: &Args) -> Result<()> {
     let f = File::create(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;
     let mut w = BufWriter::with_capacity(WRITE_CHUNK, f);
-    let spec = XpSpec {
-        size: args.size,
-        proportion: args.proportion,
-        seed: args.seed,
-    };
     let mut ranges = Vec::new();
-    let st = write_xp_with(spec, args.ranges_out.is_none(), &mut w, |r| ranges.push(r))
+    let st = corpus::write(
+        args.kind,
+        args.size,
+        args.proportion,
+        args.seed,
+        args.ranges_out.is_none(),
+        &mut w,
+        |r| ranges.push(r),
+    )
+    .with_context(|| format!("cannot write {}", args.output.display()))?;
+    std::io::Write::flush(&mut w)
         .with_context(|| format!("cannot write {}", args.output.display()))?;
-    std::io::Write::flush(&mut w)?;
     if let Some(rf) = &args.ranges_out {
         let cr = ClassifiedRanges::new(ranges, st.content_len)?;
         std::fs::write(rf, ranges_file::to_json(&cr))
             .with_context(|| format!("cannot write {}", rf.display()))?;
     }
     eprintln!(
-        "wrote {}: {} content bytes, {} classified ({:.3}), {} components, {} bytes with marks",
+        "wrote {} ({}): {} content bytes, {} classified ({:.3}), {} components, {} bytes with marks",
         args.output.display(),
+        args.kind,
         st.content_len,
         st.classified_len,
         if st.content_len > 0 {

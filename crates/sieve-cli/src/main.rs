@@ -32,6 +32,7 @@ const EXAMPLES: &str = "Examples:
   sieve certs --dir certs
   sieve serve --dir inbox --cert certs/server.pem --key certs/server.key
   sieve gen --size 10MB --proportion 0.1 -o 10MB-10.txt
+  sieve gen --kind csv --size 64MiB --proportion 0.1 -o customers.csv
   sieve send --ca certs/ca.pem 10MB-10.txt
   sieve send --ca certs/ca.pem --mode secure-only -n 2 --json 10MB-10.txt
   sieve send --ca certs/ca.pem --ranges fields.json record.bin
@@ -68,7 +69,7 @@ enum Command {
     /// classified, mark and unmark by selecting text, save a ranges file or a marked copy, and
     /// send it to a receiver.
     Ui(ui::Args),
-    /// Generate a thesis x-P test file (five classified components per MB).
+    /// Generate a test document: a thesis x-P file, or realistic prose, CSV, JSON or logs.
     Gen(gen::Args),
     /// Run the demo: secure-only vs sieve on loopback, with a comparison.
     Demo(demo::Args),

@@ -75,11 +75,13 @@ pub enum FrameType {
     Error = 10,
     /// The sender gives up on a document (instead of its DOC_END), on a secure channel.
     DocCancel = 11,
+    /// A compressed run of one document's plain stream.
+    ZData = 12,
 }
 
 impl FrameType {
     /// Every frame type, in wire-value order.
-    pub const ALL: [FrameType; 11] = [
+    pub const ALL: [FrameType; 12] = [
         FrameType::Hello,
         FrameType::Session,
         FrameType::Join,
@@ -91,6 +93,7 @@ impl FrameType {
         FrameType::Bye,
         FrameType::Error,
         FrameType::DocCancel,
+        FrameType::ZData,
     ];
 
     /// The wire value.
@@ -112,6 +115,7 @@ impl FrameType {
             FrameType::Bye => "Bye",
             FrameType::Error => "Error",
             FrameType::DocCancel => "DocCancel",
+            FrameType::ZData => "ZData",
         }
     }
 }
@@ -138,6 +142,7 @@ impl TryFrom<u8> for FrameType {
             9 => FrameType::Bye,
             10 => FrameType::Error,
             11 => FrameType::DocCancel,
+            12 => FrameType::ZData,
             other => return Err(FrameError::UnknownType(other)),
         })
     }
@@ -311,7 +316,7 @@ mod tests {
         for ty in FrameType::ALL {
             assert_eq!(FrameType::try_from(ty.code()), Ok(ty));
         }
-        for b in [0u8, 12, 42, 255] {
+        for b in [0u8, 13, 42, 255] {
             assert_eq!(FrameType::try_from(b), Err(FrameError::UnknownType(b)));
         }
     }

@@ -14,6 +14,8 @@
 //! | `<!$!>`, `MSG_DONE`, `MSG_ACK` in-band strings (§4.2.4) | typed, length-prefixed [`frame`]s and [`message`]s |
 //! | x-P files (§5.1.2) | [`gen`] |
 //! | — (the thesis sent one file name) | [`name`]: which relative names a receiver accepts |
+//! | realistic documents with x-P marking (prose, CSV, JSON lines, logs) | [`corpus`] |
+//! | ACCENT's adaptive compression (seed 004), for the cleartext only | [`compress`] |
 
 // Lists holding a single byte range are normal here (one classified span), not a mistaken
 // `vec![0..n]` meant as a list of indices.
@@ -21,6 +23,8 @@
 
 pub mod batch;
 pub mod chunk;
+pub mod compress;
+pub mod corpus;
 pub mod frame;
 pub mod gen;
 pub mod layout;

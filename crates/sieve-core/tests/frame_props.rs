@@ -3,12 +3,13 @@
 
 use proptest::prelude::*;
 use sieve_core::batch::BatchSplit;
+use sieve_core::compress::Codec;
 use sieve_core::frame::{self, FrameError, FrameType, Limits, HEADER_LEN};
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::message::{
     bucket_len, Ack, AckStatus, Bye, Data, DataRef, Doc, DocCancel, DocEnd, Error, Hello, Join,
-    JoinOk, Message, MessageError, Mode, Session, DATA_HEADER_LEN, MAX_ADDR_LEN, MAX_MARK_LEN,
-    MAX_NAME_LEN, MAX_TEXT_LEN,
+    JoinOk, Message, MessageError, Mode, Session, ZData, ZDataRef, DATA_HEADER_LEN, MAX_ADDR_LEN,
+    MAX_MARK_LEN, MAX_NAME_LEN, MAX_TEXT_LEN, ZDATA_PREFIX_LEN,
 };
 use sieve_core::split::Split;
 
@@ -172,6 +173,27 @@ fn data() -> impl Strategy<Value = Data> {
         })
 }
 
+fn codec() -> impl Strategy<Value = Codec> {
+    prop_oneof![-7i32..=-1, 1i32..=22].prop_map(|l| Codec::zstd(l).expect("a valid level"))
+}
+
+fn zdata() -> impl Strategy<Value = ZData> {
+    (
+        any::<u32>(),
+        any::<u64>(),
+        any::<u32>(),
+        codec(),
+        prop::collection::vec(any::<u8>(), 0..512),
+    )
+        .prop_map(|(doc, offset, declared_len, codec, compressed)| ZData {
+            doc,
+            offset,
+            declared_len,
+            codec,
+            compressed,
+        })
+}
+
 fn doc_end() -> impl Strategy<Value = DocEnd> {
     (any::<u32>(), any::<[u8; 32]>(), any::<u64>(), any::<u64>()).prop_map(
         |(doc, plain_digest, secure_len, plain_len)| DocEnd {
@@ -221,6 +243,7 @@ fn message() -> impl Strategy<Value = Message> {
         ack().prop_map(Message::from),
         Just(Message::Bye(Bye {})),
         error().prop_map(Message::from),
+        zdata().prop_map(Message::from),
     ]
 }
 
@@ -258,6 +281,10 @@ fn parse_everything(payload: &[u8]) {
     }
     let _ = DataRef::parse(payload);
     let _ = Doc::parse_with_max_segments(payload, 3);
+    if let Ok(z) = ZDataRef::parse(payload) {
+        assert_eq!(&payload[..ZDATA_PREFIX_LEN], &z.authenticated_prefix());
+        assert_eq!(&payload[ZDATA_PREFIX_LEN..], z.compressed);
+    }
 }
 
 // ---------- properties ----------
@@ -298,6 +325,32 @@ proptest! {
         prop_assert_eq!(len, want);
         prop_assert!(len == base || len >= 512.min(limit as usize));
         prop_assert_eq!(through_the_wire(&Message::Doc(d.clone())), Message::Doc(d));
+    }
+
+    #[test]
+    fn zdata_ref_round_trips_without_copying(z in zdata()) {
+        let bytes = encoded(&Message::ZData(z.clone()));
+        let (f, _) = frame::parse(&bytes, &Limits::default()).unwrap();
+        let r = ZDataRef::parse(f.payload).unwrap();
+        prop_assert_eq!(r, z.as_zdata_ref());
+        let range = bytes.as_ptr_range();
+        prop_assert!(range.start <= r.compressed.as_ptr() && r.compressed.as_ptr_range().end <= range.end);
+        // Header-then-slice writing gives the same bytes as encode.
+        let mut written =
+            ZData::encode_header(z.doc, z.offset, z.declared_len, z.codec, z.compressed.len()).to_vec();
+        written.extend_from_slice(&z.compressed);
+        prop_assert_eq!(written, bytes);
+    }
+
+    #[test]
+    fn zdata_with_a_bad_codec_is_refused(z in zdata(), bad in any::<u8>()) {
+        prop_assume!(Codec::from_byte(bad).is_err());
+        let mut payload = encoded(&Message::ZData(z)).split_off(HEADER_LEN);
+        payload[ZDATA_PREFIX_LEN - 1] = bad;
+        prop_assert_eq!(
+            Message::parse(FrameType::ZData, &payload),
+            Err(MessageError::UnknownValue { msg: "ZData", field: "codec", value: bad })
+        );
     }
 
     #[test]
@@ -370,8 +423,10 @@ proptest! {
         let payload = &bytes[HEADER_LEN..];
         let ty = m.frame_type();
         for n in 0..payload.len() {
-            // A Data payload of at least 12 bytes is a shorter but valid Data message.
-            if ty == FrameType::Data && n >= 12 {
+            // A Data payload of at least 12 bytes is a shorter but valid Data message, and a
+            // ZData payload of at least its prefix a shorter ZData (its decoder, which checks the
+            // zstd frame, refuses the cut: see compress_props).
+            if (ty == FrameType::Data && n >= 12) || (ty == FrameType::ZData && n >= ZDATA_PREFIX_LEN) {
                 break;
             }
             prop_assert!(Message::parse(ty, &payload[..n]).is_err(), "{} cut to {}", ty, n);
@@ -383,8 +438,9 @@ proptest! {
         m in message(),
         garbage in prop::collection::vec(any::<u8>(), 1..16),
     ) {
-        // Data has no trailing bytes: its payload runs to the end of the frame.
-        prop_assume!(m.frame_type() != FrameType::Data);
+        // Data and ZData have no trailing bytes: their payload runs to the end of the frame (for
+        // ZData the decoder refuses bytes after the zstd frame: see compress_props).
+        prop_assume!(m.frame_type() != FrameType::Data && m.frame_type() != FrameType::ZData);
         let mut payload = encoded(&m).split_off(HEADER_LEN);
         payload.extend_from_slice(&garbage);
         let e = Message::parse(m.frame_type(), &payload).unwrap_err();
@@ -601,5 +657,5 @@ fn data_header_is_header_plus_prefix() {
 #[test]
 fn frame_types_are_stable() {
     let codes: Vec<u8> = FrameType::ALL.iter().map(|t| t.code()).collect();
-    assert_eq!(codes, (1..=11).collect::<Vec<u8>>());
+    assert_eq!(codes, (1..=12).collect::<Vec<u8>>());
 }

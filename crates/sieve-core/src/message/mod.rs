@@ -8,6 +8,7 @@
 //! | [`Join`] / [`JoinOk`] | an extra channel proves membership | every extra channel | — (unauthenticated) |
 //! | [`Doc`] | manifest: name, layout, marks | TLS | `<!First!>` tag, list order strings |
 //! | [`Data`] / [`DataRef`] | a run of a secure or plain stream | any | `<!$!>` separators |
+//! | [`ZData`] / [`ZDataRef`] | a compressed run of a plain stream | plain | — (no compression) |
 //! | [`DocEnd`] | digest of the cleartext, stream lengths | TLS | `MSG_DONE` |
 //! | [`DocCancel`] | the sender gives a document up (its file changed) | TLS | — |
 //! | [`Ack`] | document committed (or not), timings | TLS channel 0 | `MSG_ACK` |
@@ -35,6 +36,7 @@ mod join;
 mod join_ok;
 mod session;
 mod wire;
+mod zdata;
 
 pub use ack::{Ack, AckStatus};
 pub use bye::Bye;
@@ -50,6 +52,7 @@ pub use hello::{
 pub use join::Join;
 pub use join_ok::JoinOk;
 pub use session::Session;
+pub use zdata::{ZData, ZDataRef, ZDATA_HEADER_LEN, ZDATA_PREFIX_LEN};
 
 use crate::frame::{self, Frame, FrameType, HEADER_LEN};
 
@@ -202,6 +205,8 @@ pub enum Message {
     Bye(Bye),
     /// [`FrameType::Error`].
     Error(Error),
+    /// [`FrameType::ZData`] (copied; see [`ZDataRef`] for the zero-copy path).
+    ZData(ZData),
 }
 
 impl Message {
@@ -219,6 +224,7 @@ impl Message {
             FrameType::Ack => Message::Ack(Ack::parse(payload)?),
             FrameType::Bye => Message::Bye(Bye::parse(payload)?),
             FrameType::Error => Message::Error(Error::parse(payload)?),
+            FrameType::ZData => Message::ZData(ZData::parse(payload)?),
         })
     }
 
@@ -241,6 +247,7 @@ impl Message {
             Message::Ack(_) => FrameType::Ack,
             Message::Bye(_) => FrameType::Bye,
             Message::Error(_) => FrameType::Error,
+            Message::ZData(_) => FrameType::ZData,
         }
     }
 
@@ -258,6 +265,7 @@ impl Message {
             Message::Ack(m) => m.encode(out),
             Message::Bye(m) => m.encode(out),
             Message::Error(m) => m.encode(out),
+            Message::ZData(m) => m.encode(out),
         }
     }
 
@@ -278,4 +286,4 @@ macro_rules! impl_from {
         }
     )*};
 }
-impl_from!(Hello, Session, Join, JoinOk, Doc, Data, DocEnd, DocCancel, Ack, Bye, Error);
+impl_from!(Hello, Session, Join, JoinOk, Doc, Data, DocEnd, DocCancel, Ack, Bye, Error, ZData);

@@ -1,0 +1,634 @@
+//! `--compress auto`: our policy. Each quantum, choose off or a zstd level, and how many cores
+//! compress, by predicting the plain bytes per second each choice would deliver.
+//!
+//! A pipeline of compressing workers feeding a link delivers plain bytes at the rate of its
+//! slowest stage. For zstd at level L:
+//!
+//! ```text
+//! rate(L)   = min( cores · C_L,  link / R_L,  D )        rate(off) = link
+//! ```
+//!
+//! - C_L: plain bytes one core compresses per second at L (measured, per level);
+//! - R_L: compressed / plain at L, measured on this data (a frame above 0.95 goes raw, so such
+//!   an R_L counts as 1: compression then buys nothing and costs CPU);
+//! - link: wire bytes per second the plain sockets drain while they have bytes queued: the
+//!   link's rate, not the sender's (see [`LinkSample`]);
+//! - D: plain bytes per second the receiver decompresses, over all its cores (any core takes
+//!   any frame).
+//!
+//! The best choice wins if it beats the current one by the switching margin (5 %), so noise does
+//! not make it flap. On loopback the link outruns every level's compressors (3 GB/s against
+//! about 1 GB/s for two cores at level 1), so compression switches itself off; on a slow link a
+//! high level wins, because the link, not the CPU, is what is short.
+//!
+//! Levels not measured yet are estimated from a built-in profile of zstd's levels scaled by the
+//! level measured most recently ("an approximately linear relation among the methods", as ACCENT
+//! assumes too), and the neighbours of the current choice are measured now and then by
+//! compressing one frame at them (a *probe*; a probe that shrinks is sent compressed, so nothing
+//! is wasted but CPU). Probes spend at most [`AutoConfig::probe_cpu_share`] of a core; with
+//! compression off they keep testing the cheapest level, so a change in the data or the link is
+//! noticed.
+//!
+//! No clock here: the caller measures and reports; [`Auto::next_frame`] answers per frame,
+//! [`Auto::decide`] once per quantum.
+
+use super::codec::Codec;
+
+/// Built-in profile of zstd levels on text, one core: (level, plain MB/s, compressed / plain).
+/// Only the *shape* matters: measured levels replace it, and it scales to them.
+const PRIOR: [(i32, f64, f64); 10] = [
+    (-5, 900.0, 0.50),
+    (-3, 750.0, 0.46),
+    (-1, 600.0, 0.40),
+    (1, 500.0, 0.35),
+    (3, 300.0, 0.32),
+    (6, 110.0, 0.30),
+    (9, 70.0, 0.29),
+    (12, 35.0, 0.285),
+    (15, 18.0, 0.28),
+    (19, 5.0, 0.26),
+];
+
+/// The profile's (speed, ratio) at `level`, interpolated between the listed levels.
+fn prior(level: i32) -> (f64, f64) {
+    if let Some(&(_, speed, ratio)) = PRIOR.iter().find(|p| p.0 == level) {
+        return (speed, ratio);
+    }
+    let i = PRIOR.partition_point(|&(l, _, _)| l < level);
+    if i == 0 {
+        return (PRIOR[0].1, PRIOR[0].2);
+    }
+    if i == PRIOR.len() {
+        let last = PRIOR[PRIOR.len() - 1];
+        return (last.1, last.2);
+    }
+    let (l0, s0, r0) = PRIOR[i - 1];
+    let (l1, s1, r1) = PRIOR[i];
+    let t = f64::from(level - l0) / f64::from(l1 - l0);
+    // Speeds fall geometrically with the level, ratios nearly linearly.
+    (s0 * (s1 / s0).powf(t), r0 + (r1 - r0) * t)
+}
+
+/// How `auto` may behave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AutoConfig {
+    /// Candidate levels, weakest first.
+    pub levels: Vec<Codec>,
+    /// Cores that may compress (workers of the sender).
+    pub cores: u32,
+    /// A choice must predict this much more (0.05: 5 %) to replace the current one.
+    pub switch_margin: f64,
+    /// Most of one core's time probes may take (0.01: 1 %).
+    pub probe_cpu_share: f64,
+    /// The level to start with, before anything is measured.
+    pub start: Codec,
+}
+
+impl AutoConfig {
+    /// The default candidates (zstd -3, 1, 3, 6, 9, 12, 15, 19) on `cores` cores, starting at 1.
+    pub fn with_cores(cores: u32) -> AutoConfig {
+        AutoConfig {
+            levels: [-3, 1, 3, 6, 9, 12, 15, 19]
+                .into_iter()
+                .map(|l| Codec::zstd(l).expect("a valid zstd level"))
+                .collect(),
+            cores: cores.max(1),
+            switch_margin: 0.05,
+            probe_cpu_share: 0.01,
+            start: Codec::zstd(1).expect("a valid zstd level"),
+        }
+    }
+}
+
+/// One frame compressed at a level: what it cost and gave.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompressSample {
+    /// The level.
+    pub codec: Codec,
+    /// Plain bytes in.
+    pub plain: u64,
+    /// Compressed bytes out (also when the frame then went raw).
+    pub compressed: u64,
+    /// CPU time, seconds.
+    pub cpu_s: f64,
+}
+
+/// What the plain sockets did over a stretch of time.
+///
+/// `busy_s` is the time within `elapsed_s` during which bytes were queued in the sockets (the
+/// send queue is observed): bytes drained while the queue was never empty left at the link's
+/// rate, while a queue that ran dry only says the sender was slower than the link.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LinkSample {
+    /// Wire bytes the sockets drained.
+    pub drained: u64,
+    /// Wall time, seconds.
+    pub elapsed_s: f64,
+    /// Of that, seconds with bytes queued.
+    pub busy_s: f64,
+}
+
+/// What the receiver reports of its decompression.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReceiverSample {
+    /// Plain bytes decompressed.
+    pub decompressed: u64,
+    /// CPU time, seconds.
+    pub cpu_s: f64,
+    /// Cores it decompresses on.
+    pub cores: u32,
+}
+
+/// The choice for the next quantum.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decision {
+    /// `None`: send raw.
+    pub codec: Option<Codec>,
+    /// Cores to compress on: as few as keep the link busy.
+    pub workers: u32,
+    /// Plain bytes per second this choice is predicted to deliver (0 before the link is known).
+    pub predicted: f64,
+}
+
+/// What to do with one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameChoice {
+    /// Compress at this level (then report a [`CompressSample`]), or `None`: send raw.
+    pub codec: Option<Codec>,
+    /// The level is being measured, not chosen.
+    pub probe: bool,
+}
+
+/// Exponentially weighted mean; weight of a new sample.
+const EWMA: f64 = 0.3;
+
+fn ewma(old: Option<f64>, new: f64) -> Option<f64> {
+    Some(match old {
+        Some(o) => o + EWMA * (new - o),
+        None => new,
+    })
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Measured {
+    speed: Option<f64>,
+    ratio: Option<f64>,
+}
+
+/// The `auto` policy's state.
+#[derive(Debug, Clone)]
+pub struct Auto {
+    cfg: AutoConfig,
+    measured: Vec<Measured>,
+    last_measured: Option<usize>,
+    link: Option<f64>,
+    receiver: Option<f64>,
+    current: Option<usize>,
+    decision: Decision,
+    probe_credit_s: f64,
+    probe_up: bool,
+}
+
+impl Auto {
+    /// A policy starting at `cfg.start`.
+    ///
+    /// # Panics
+    ///
+    /// If `cfg.levels` is empty.
+    pub fn new(cfg: AutoConfig) -> Auto {
+        assert!(!cfg.levels.is_empty(), "auto needs candidate levels");
+        let start = cfg.levels.iter().position(|&c| c == cfg.start).unwrap_or(0);
+        Auto {
+            measured: vec![Measured::default(); cfg.levels.len()],
+            last_measured: None,
+            link: None,
+            receiver: None,
+            current: Some(start),
+            decision: Decision {
+                codec: Some(cfg.levels[start]),
+                workers: 1,
+                predicted: 0.0,
+            },
+            probe_credit_s: 0.0,
+            probe_up: true,
+            cfg,
+        }
+    }
+
+    /// The decision in force.
+    pub fn decision(&self) -> Decision {
+        self.decision
+    }
+
+    /// The link's rate as estimated, wire bytes per second.
+    pub fn link_rate(&self) -> Option<f64> {
+        self.link
+    }
+
+    /// A frame was compressed (chosen or probe): learn its level's speed and ratio.
+    pub fn observe_compress(&mut self, s: CompressSample) {
+        let Some(i) = self.cfg.levels.iter().position(|&c| c == s.codec) else {
+            return;
+        };
+        if s.plain == 0 {
+            return;
+        }
+        let m = &mut self.measured[i];
+        if s.cpu_s > 0.0 {
+            m.speed = ewma(m.speed, s.plain as f64 / s.cpu_s);
+        }
+        m.ratio = ewma(m.ratio, (s.compressed as f64 / s.plain as f64).min(1.0));
+        self.last_measured = Some(i);
+    }
+
+    /// The sockets' activity over a stretch: learn the link's rate; earn probing time.
+    pub fn observe_link(&mut self, s: LinkSample) {
+        if s.elapsed_s.is_nan() || s.elapsed_s <= 0.0 {
+            return;
+        }
+        self.probe_credit_s += s.elapsed_s * self.cfg.probe_cpu_share;
+        // Never bank more than a second of probing.
+        self.probe_credit_s = self.probe_credit_s.min(1.0);
+        let busy = s.busy_s.clamp(0.0, s.elapsed_s);
+        if busy > 0.01 * s.elapsed_s {
+            // The rate at which queued bytes left: the link's, however much of the time the
+            // sender kept it fed.
+            self.link = ewma(self.link, s.drained as f64 / busy);
+        } else {
+            // Next to nothing queued: the link is at least as fast as what left.
+            let lower = s.drained as f64 / s.elapsed_s;
+            self.link = Some(self.link.map_or(lower, |l| l.max(lower)));
+        }
+    }
+
+    /// The receiver's decompression speed.
+    pub fn observe_receiver(&mut self, s: ReceiverSample) {
+        if s.cpu_s > 0.0 && s.decompressed > 0 {
+            let rate = s.decompressed as f64 / s.cpu_s * f64::from(s.cores.max(1));
+            self.receiver = ewma(self.receiver, rate);
+        }
+    }
+
+    /// (C_L per core, R_L) of level `i`: measured, or the profile scaled to the level measured
+    /// last (speeds by their quotient, ratios by the quotient of what they save, 1 − R, so that
+    /// data which does not compress at one level is expected not to compress at any).
+    pub fn estimate(&self, i: usize) -> (f64, f64) {
+        let level = self.cfg.levels[i].level();
+        let (ps, pr) = prior(level);
+        let m = self.measured[i];
+        let reference = self.last_measured.map(|r| {
+            let (rs, rr) = prior(self.cfg.levels[r].level());
+            let mr = self.measured[r];
+            (
+                mr.speed.map_or(1.0, |s| s / rs),
+                mr.ratio.map_or(1.0, |x| (1.0 - x) / (1.0 - rr)),
+            )
+        });
+        let (sf, rf) = reference.unwrap_or((1.0, 1.0));
+        let speed = m.speed.unwrap_or(ps * sf);
+        let ratio = m
+            .ratio
+            .unwrap_or_else(|| (1.0 - (1.0 - pr) * rf).clamp(0.001, 1.0));
+        (speed, ratio)
+    }
+
+    /// Predicted plain bytes per second at level `i` (`None`: off) with `workers` cores, or
+    /// `None` while the link's rate is unknown.
+    pub fn predict(&self, i: Option<usize>, workers: u32) -> Option<f64> {
+        let link = self.link?;
+        let Some(i) = i else {
+            return Some(link);
+        };
+        let (speed, ratio) = self.estimate(i);
+        let ratio = if ratio <= super::RAW_ABOVE_RATIO {
+            ratio
+        } else {
+            1.0
+        };
+        let mut rate = (f64::from(workers) * speed).min(link / ratio);
+        if let Some(d) = self.receiver {
+            rate = rate.min(d);
+        }
+        Some(rate)
+    }
+
+    /// Cores level `i` needs to keep the link busy, at most the configured cores.
+    fn workers_for(&self, i: usize) -> u32 {
+        let (speed, ratio) = self.estimate(i);
+        match self.link {
+            Some(link) if speed > 0.0 => {
+                let need = (link / ratio.min(1.0) / speed).ceil();
+                (need.max(1.0) as u32).min(self.cfg.cores)
+            }
+            _ => 1,
+        }
+    }
+
+    /// End of a quantum: choose for the next one.
+    ///
+    /// Compression must pay for its CPU: a level replaces "off" only if it predicts more than the
+    /// margin above it, and a level that predicts no more than "off" is dropped at once. Between
+    /// levels, the best replaces the current one only beyond the margin.
+    pub fn decide(&mut self) -> Decision {
+        let Some(off) = self.predict(None, 0) else {
+            return self.decision;
+        };
+        let cores = self.cfg.cores;
+        let margin = 1.0 + self.cfg.switch_margin;
+        let mut best: Option<(usize, f64)> = None;
+        for i in 0..self.cfg.levels.len() {
+            let rate = self.predict(Some(i), cores).unwrap_or(0.0);
+            if best.is_none_or(|(_, b)| rate > b) {
+                best = Some((i, rate));
+            }
+        }
+        let worth = best
+            .filter(|&(_, rate)| rate > off * margin)
+            .map(|(i, _)| i);
+        self.current = match self.current {
+            None => worth,
+            Some(c) => {
+                let rate = self.predict(Some(c), cores).unwrap_or(0.0);
+                match best {
+                    _ if rate <= off => worth,
+                    Some((b, best_rate)) if best_rate > rate * margin => Some(b),
+                    _ => Some(c),
+                }
+            }
+        };
+        let workers = self.current.map_or(0, |i| self.workers_for(i));
+        self.decision = Decision {
+            codec: self.current.map(|i| self.cfg.levels[i]),
+            workers,
+            predicted: self.predict(self.current, workers).unwrap_or(0.0),
+        };
+        self.decision
+    }
+
+    /// What to do with the next frame of `len` bytes: the current choice, or now and then a
+    /// probe of a neighbouring level while probing time is banked.
+    pub fn next_frame(&mut self, len: u64) -> FrameChoice {
+        let chosen = FrameChoice {
+            codec: self.current.map(|i| self.cfg.levels[i]),
+            probe: false,
+        };
+        let n = self.cfg.levels.len();
+        let candidate = match self.current {
+            None => Some(0),
+            Some(i) => {
+                self.probe_up = !self.probe_up;
+                match (self.probe_up, i) {
+                    (true, i) if i + 1 < n => Some(i + 1),
+                    (false, i) if i > 0 => Some(i - 1),
+                    (_, i) if i + 1 < n => Some(i + 1),
+                    (_, i) if i > 0 => Some(i - 1),
+                    _ => None,
+                }
+            }
+        };
+        let Some(p) = candidate else {
+            return chosen;
+        };
+        let (speed, _) = self.estimate(p);
+        let cost_s = len as f64 / speed.max(1.0);
+        if self.probe_credit_s >= cost_s {
+            self.probe_credit_s -= cost_s;
+            FrameChoice {
+                codec: Some(self.cfg.levels[p]),
+                probe: true,
+            }
+        } else {
+            chosen
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: f64 = 1e6;
+
+    /// zstd on realistic text, one core of this machine's kind (plain MB/s, ratio) at each
+    /// default candidate: the synthetic measurements the tests feed.
+    const TEXT: [(i32, f64, f64); 8] = [
+        (-3, 700.0, 0.45),
+        (1, 450.0, 0.33),
+        (3, 280.0, 0.30),
+        (6, 100.0, 0.28),
+        (9, 60.0, 0.27),
+        (12, 30.0, 0.265),
+        (15, 15.0, 0.26),
+        (19, 4.0, 0.24),
+    ];
+
+    fn measured(cores: u32, profile: &[(i32, f64, f64)]) -> Auto {
+        let mut a = Auto::new(AutoConfig::with_cores(cores));
+        for &(level, speed, ratio) in profile {
+            a.observe_compress(CompressSample {
+                codec: Codec::zstd(level).unwrap(),
+                plain: (speed * MB) as u64,
+                compressed: (speed * MB * ratio) as u64,
+                cpu_s: 1.0,
+            });
+        }
+        a
+    }
+
+    fn link(a: &mut Auto, rate: f64) {
+        for _ in 0..10 {
+            a.observe_link(LinkSample {
+                drained: rate as u64,
+                elapsed_s: 1.0,
+                busy_s: 1.0,
+            });
+        }
+    }
+
+    fn level(d: Decision) -> Option<i32> {
+        d.codec.map(Codec::level)
+    }
+
+    /// 10 Mbit/s = 1.25 MB/s. Link-bound at every level up to 19 (2 cores · 4 MB/s = 8 MB/s of
+    /// plain against 1.25 / 0.24 = 5.2 MB/s the link carries): level 19 delivers the most.
+    #[test]
+    fn slow_link_takes_a_high_level() {
+        let mut a = measured(2, &TEXT);
+        link(&mut a, 1.25 * MB);
+        let d = a.decide();
+        assert_eq!(level(d), Some(19));
+        assert!((d.predicted / MB - 1.25 / 0.24).abs() < 0.01, "{d:?}");
+        assert_eq!(d.workers, 2);
+    }
+
+    /// 1 Gbit/s = 125 MB/s: level 1 delivers min(900, 378.8) = 378.8 MB/s, level 3
+    /// min(560, 416.7) = 416.7, level 6 min(200, 446) = 200: level 3, on both cores
+    /// (416.7 / 280 = 1.5 cores).
+    #[test]
+    fn gigabit_takes_a_low_level() {
+        let mut a = measured(2, &TEXT);
+        link(&mut a, 125.0 * MB);
+        let d = a.decide();
+        assert_eq!(level(d), Some(3));
+        assert_eq!(d.workers, 2);
+        assert!((d.predicted / MB - 125.0 / 0.30).abs() < 0.1, "{d:?}");
+        // One core: level 3 gives 280, level 1 min(450, 378.8) = 378.8: level 1.
+        let mut one = measured(1, &TEXT);
+        link(&mut one, 125.0 * MB);
+        assert_eq!(level(one.decide()), Some(1));
+    }
+
+    /// Loopback at 3 GB/s: the best level, -3 on two cores, gives 1.4 GB/s: off.
+    #[test]
+    fn loopback_turns_compression_off() {
+        let mut a = measured(2, &TEXT);
+        link(&mut a, 3000.0 * MB);
+        let d = a.decide();
+        assert_eq!(d.codec, None);
+        assert_eq!(d.workers, 0);
+        assert!((d.predicted / MB - 3000.0).abs() < 0.1);
+    }
+
+    /// Incompressible data: every level measures a ratio near 1 and frames go raw; even on a
+    /// slow link compression buys nothing.
+    #[test]
+    fn incompressible_data_turns_compression_off() {
+        let noise: Vec<(i32, f64, f64)> = TEXT.iter().map(|&(l, s, _)| (l, s, 1.0003)).collect();
+        for rate in [1.25 * MB, 125.0 * MB] {
+            let mut a = measured(2, &noise);
+            link(&mut a, rate);
+            assert_eq!(a.decide().codec, None, "at {rate}");
+        }
+        // Measured at one level only: the others are scaled from it, and are off too.
+        let mut a = measured(2, &[(1, 450.0, 0.99)]);
+        link(&mut a, 1.25 * MB);
+        assert_eq!(a.decide().codec, None);
+    }
+
+    /// Starting at level 1 on loopback, as a transfer does: the first quantum measures the link
+    /// while compression starves it (queue dry most of the time), yet the busy time reveals the
+    /// link's rate and auto turns itself off.
+    #[test]
+    fn turns_itself_off_when_compression_cannot_keep_up() {
+        let mut a = Auto::new(AutoConfig::with_cores(2));
+        assert_eq!(level(a.decision()), Some(1));
+        assert_eq!(a.decide(), a.decision(), "nothing known: no change");
+        // 0.2 s at level 1 on two cores: 180 MB plain → 59.4 MB on the wire, which a 3 GB/s
+        // link drains in 20 ms of the 200.
+        a.observe_compress(CompressSample {
+            codec: Codec::zstd(1).unwrap(),
+            plain: 180_000_000,
+            compressed: 59_400_000,
+            cpu_s: 0.4,
+        });
+        a.observe_link(LinkSample {
+            drained: 59_400_000,
+            elapsed_s: 0.2,
+            busy_s: 0.0198,
+        });
+        assert!(a.link_rate().unwrap() > 2900.0 * MB, "{:?}", a.link_rate());
+        assert_eq!(a.decide().codec, None);
+    }
+
+    /// A slow receiver caps every level: decompressing 300 MB/s over all its cores, at 1 Gbit/s
+    /// level 3 would deliver min(560, 416.7, 300) = 300 and level 1 min(900, 378.8, 300) = 300;
+    /// both beat the link's 125 raw, and the current level is kept at equal rates.
+    #[test]
+    fn the_receiver_caps_the_rate() {
+        let mut a = measured(2, &TEXT);
+        link(&mut a, 125.0 * MB);
+        a.observe_receiver(ReceiverSample {
+            decompressed: 150_000_000,
+            cpu_s: 1.0,
+            cores: 2,
+        });
+        let d = a.decide();
+        assert_eq!(level(d), Some(1));
+        assert!((d.predicted / MB - 300.0).abs() < 0.1);
+        // A receiver slower than the link: off.
+        a.observe_receiver(ReceiverSample {
+            decompressed: 10_000_000,
+            cpu_s: 1.0,
+            cores: 1,
+        });
+        for _ in 0..20 {
+            a.observe_receiver(ReceiverSample {
+                decompressed: 10_000_000,
+                cpu_s: 1.0,
+                cores: 1,
+            });
+        }
+        assert_eq!(a.decide().codec, None);
+    }
+
+    /// Within the margin the current choice stays: at 1 Gbit/s, level 3 is only 10 % better than
+    /// level 1 with a margin of 15 %.
+    #[test]
+    fn the_margin_prevents_flapping() {
+        let mut a = measured(2, &TEXT);
+        a.cfg.switch_margin = 0.15;
+        link(&mut a, 125.0 * MB);
+        assert_eq!(level(a.decide()), Some(1));
+        a.cfg.switch_margin = 0.05;
+        assert_eq!(level(a.decide()), Some(3));
+        assert_eq!(level(a.decide()), Some(3));
+    }
+
+    /// Probes take at most their share of a core, neighbour by neighbour, and with compression
+    /// off they test the cheapest level.
+    #[test]
+    fn probes_are_bounded_and_look_next_door() {
+        let mut a = measured(2, &TEXT);
+        link(&mut a, 3000.0 * MB);
+        assert_eq!(a.decide().codec, None);
+        // 100 s of 4 MiB frames at 3 GB/s: 71 500 frames. Probing at -3 (700 MB/s) costs 6 ms
+        // a frame; 1 % of 100 s, plus the 0.1 s banked while the link was measured, is 1.1 s:
+        // 183 probes.
+        let mut probes = 0;
+        let mut cpu = 0.0;
+        for _ in 0..100 {
+            a.observe_link(LinkSample {
+                drained: 3_000_000_000,
+                elapsed_s: 1.0,
+                busy_s: 1.0,
+            });
+            for _ in 0..715 {
+                let c = a.next_frame(4 << 20);
+                if c.probe {
+                    probes += 1;
+                    assert_eq!(c.codec.map(Codec::level), Some(-3));
+                    cpu += f64::from(4 << 20) / (700.0 * MB);
+                } else {
+                    assert_eq!(c.codec, None);
+                }
+            }
+        }
+        assert!(cpu <= 1.1 + 1e-9, "{cpu} s probing");
+        assert!(probes >= 180, "{probes} probes");
+        // At level 3, probes alternate between 1 and 6.
+        let mut a = measured(2, &TEXT);
+        link(&mut a, 125.0 * MB);
+        assert_eq!(level(a.decide()), Some(3));
+        a.observe_link(LinkSample {
+            drained: 12_500_000_000,
+            elapsed_s: 100.0,
+            busy_s: 100.0,
+        });
+        let probed: Vec<i32> = (0..2000)
+            .map(|_| a.next_frame(1 << 20))
+            .filter(|c| c.probe)
+            .filter_map(|c| c.codec.map(Codec::level))
+            .collect();
+        assert!(probed.contains(&1) && probed.contains(&6), "{probed:?}");
+        assert!(probed.iter().all(|l| [1, 6].contains(l)));
+    }
+
+    #[test]
+    fn the_profile_interpolates_between_listed_levels() {
+        assert_eq!(prior(1), (500.0, 0.35));
+        let (s, r) = prior(2);
+        assert!((s - (500.0f64 * 300.0).sqrt()).abs() < 1e-9 && (r - 0.335).abs() < 1e-12);
+        assert_eq!(prior(-7), prior(-5));
+        assert_eq!(prior(22), prior(19));
+    }
+}
