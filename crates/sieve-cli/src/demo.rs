@@ -141,6 +141,7 @@ pub async fn run(args: &Args) -> Result<()> {
         mmap: true,
         sendfile: Sendfile::Always,
         require_classified: false,
+        skip_invalid: false,
         legacy: None,
     };
     let mut results: [Vec<SessionReport>; 2] = [Vec::new(), Vec::new()];

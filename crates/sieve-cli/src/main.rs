@@ -7,6 +7,7 @@ mod lab;
 mod mark;
 mod send;
 mod serve;
+mod spool;
 mod ui;
 
 use std::process::ExitCode;
@@ -83,7 +84,12 @@ fn main() -> ExitCode {
         Some(Command::Serve(_)) => "info",
         _ => "warn",
     };
+    // Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org): logs
+    // written to files or pipes stay plain text.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
+        .with_ansi(colour)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level)),
@@ -122,7 +128,15 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            if let Some(i) = e.downcast_ref::<send::Interrupted>() {
+                eprintln!("{i}");
+                return ExitCode::from(130);
+            }
+            // Library errors sometimes carry links to their manuals; a user needs the sentence.
+            eprintln!(
+                "error: {}",
+                sieve_transport::explain::without_urls(&format!("{e:#}"))
+            );
             ExitCode::FAILURE
         }
     }

@@ -28,7 +28,8 @@ pub enum ModeArg {
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The receiver's TLS address (host:port). Plain channels go where the receiver says.
+    /// The receiver: HOST or HOST:PORT of its TLS listener (port 7443 when left out). Plain
+    /// channels go where the receiver says (its --plain-listen or --plain-advertise).
     #[arg(long, default_value = "127.0.0.1:7443")]
     pub to: String,
     /// CA certificate (PEM) that signed the receiver's certificate.
@@ -88,6 +89,11 @@ pub struct Args {
     /// entirely in the clear); without it such documents are sent with a warning.
     #[arg(long)]
     pub require_classified: bool,
+    /// Send the files that can be sent when some cannot (badly marked, unreadable, a missing
+    /// ranges file): they are listed on stderr and in --json as `skipped`, and the command
+    /// exits non-zero. Without it, every file is checked first and nothing is sent if any fails.
+    #[arg(long)]
+    pub skip_invalid: bool,
     /// Laboratory only: do not warn that --split/--batch-split even|segment show where the
     /// classified parts sit.
     #[arg(long, hide = true)]
@@ -113,9 +119,10 @@ pub struct Args {
     /// ends, while small documents need small chunks to spread over several channels.
     #[arg(long, default_value = "auto")]
     pub chunk: Chunk,
-    /// Seconds without progress before giving up. Progress is a byte written to a channel, a
-    /// byte of the channels' socket queues taken by the receiver, or an acknowledgement, so a
-    /// slow link is not mistaken for a dead one.
+    /// Seconds without progress before giving up. Progress is a frame written to a channel, an
+    /// acknowledgement, or the channels' socket queues draining into the receiver at 32 KiB/s
+    /// (256 kbit/s) or more on average, so a slow link is not mistaken for a dead one; links
+    /// slower than that need a longer timeout.
     #[arg(long, default_value_t = 60)]
     pub idle_timeout: u64,
     /// Laboratory only: sleep this many milliseconds per MB of classified data before sending,
@@ -146,9 +153,14 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// Files to send, all in one session (folders with -r). No two may have the same name on
-    /// the receiver.
+    /// the receiver. `-` is standard input (name it with --name); a named pipe is read to its
+    /// end first. Either is copied into a temporary file before anything is sent, because a
+    /// document is classified whole before its first byte goes.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    /// The name standard input (`-`) is stored under.
+    #[arg(long)]
+    pub name: Option<String>,
 }
 
 pub fn config(args: &Args) -> Result<SendConfig> {
@@ -183,7 +195,7 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         }),
     };
     Ok(SendConfig {
-        to: args.to.clone(),
+        to: sender::with_default_port(&args.to),
         server_name: args.server_name.clone(),
         tls,
         mode: match args.mode {
@@ -203,19 +215,37 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         mmap: !args.no_mmap,
         sendfile: args.sendfile,
         require_classified: args.require_classified,
+        skip_invalid: args.skip_invalid,
         legacy: legacy(args)?,
     })
 }
 
-/// A progress bar on stderr when it is a terminal; nothing otherwise.
-pub fn progress_bar(progress: Arc<Progress>) -> Option<(ProgressBar, tokio::task::JoinHandle<()>)> {
-    if !std::io::stderr().is_terminal() {
+/// Columns of the terminal on stderr, if it is one.
+fn terminal_width() -> Option<u16> {
+    let stderr = std::io::stderr();
+    if !stderr.is_terminal() {
         return None;
     }
-    let bar = ProgressBar::new(0);
+    rustix::termios::tcgetwinsize(&stderr)
+        .ok()
+        .map(|w| w.ws_col)
+        .filter(|&c| c > 0)
+}
+
+/// A progress bar on stderr when it is a terminal; nothing otherwise.
+///
+/// It starts empty at the session's size (no first frame of a full bar over "0 B/0 B"), fits
+/// the terminal's width (the bar takes what the figures leave; the shares of TLS and plain
+/// channels are left out below 100 columns), and is cleared when the send ends.
+pub fn progress_bar(
+    progress: Arc<Progress>,
+    total: u64,
+) -> Option<(ProgressBar, tokio::task::JoinHandle<()>)> {
+    let width = terminal_width()?;
+    let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template(
-            "{bar:30} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}",
+            "{wide_bar} {bytes}/{total_bytes} {bytes_per_sec} {eta} {msg}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
@@ -227,29 +257,35 @@ pub fn progress_bar(progress: Arc<Progress>) -> Option<(ProgressBar, tokio::task
                 .total_bytes
                 .load(Ordering::Relaxed)
                 .saturating_sub(progress.skipped.load(Ordering::Relaxed));
-            b.set_length(total);
+            if total > 0 {
+                b.set_length(total);
+            }
             let sent = progress.sent();
             b.set_position(sent);
-            let shares: Vec<String> = progress
-                .per_channel
-                .lock()
-                .map(|v| {
-                    v.iter()
-                        .map(|c| {
-                            format!(
-                                "{:.0}%",
-                                100.0 * c.load(Ordering::Relaxed) as f64 / sent.max(1) as f64
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            b.set_message(format!(
-                "docs {}/{} channels [{}]",
+            let docs = format!(
+                "{}/{} docs",
                 progress.docs_acked.load(Ordering::Relaxed),
-                progress.docs.load(Ordering::Relaxed),
-                shares.join(" ")
-            ));
+                progress.docs.load(Ordering::Relaxed)
+            );
+            let shares = progress.per_channel.lock().ok().and_then(|v| {
+                let secure = progress.secure_channels.load(Ordering::Relaxed) as usize;
+                let (tls, plain) = v.iter().enumerate().fold((0u64, 0u64), |(t, p), (i, c)| {
+                    let n = c.load(Ordering::Relaxed);
+                    if i < secure {
+                        (t + n, p)
+                    } else {
+                        (t, p + n)
+                    }
+                });
+                (tls + plain > 0).then(|| {
+                    let pct = |n: u64| 100.0 * n as f64 / (tls + plain) as f64;
+                    format!("TLS {:.0}% plain {:.0}%", pct(tls), pct(plain))
+                })
+            });
+            match shares {
+                Some(s) if width >= 100 => b.set_message(format!("{docs} {s}")),
+                _ => b.set_message(docs),
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
@@ -292,14 +328,20 @@ pub async fn run(args: &Args) -> Result<bool> {
         Err(e)
     };
     let (files, recursive, beside) = (args.files.clone(), args.recursive, args.ranges_beside);
+    let name = args.name.clone();
     let expanded = match tokio::task::spawn_blocking(move || {
-        sender::inputs::expand(&files, recursive, beside)
+        let spooled = crate::spool::spool(&files, name.as_deref())?;
+        let mut e = sender::inputs::expand(&spooled.rest, recursive, beside)?;
+        e.inputs.extend(spooled.inputs.iter().cloned());
+        sender::inputs::check_unique(&e.inputs)?;
+        anyhow::Ok((e, spooled))
     })
     .await?
     {
         Ok(e) => e,
         Err(e) => return failed(e),
     };
+    let (expanded, _spooled) = expanded;
     for s in &expanded.skipped {
         eprintln!("warning: skipped {s}");
     }
@@ -310,6 +352,12 @@ pub async fn run(args: &Args) -> Result<bool> {
         Ok(p) => p,
         Err(e) => return failed(e),
     };
+    for d in prepared.skipped() {
+        eprintln!(
+            "warning: not sent: {}",
+            d.error.as_deref().unwrap_or("unknown error")
+        );
+    }
     for name in prepared.unclassified() {
         eprintln!(
             "warning: {name} has no classified byte: it travels entirely in the clear (mark its \
@@ -317,12 +365,38 @@ pub async fn run(args: &Args) -> Result<bool> {
         );
     }
     let progress = Arc::new(Progress::default());
-    let bar = progress_bar(progress.clone());
-    let result = sender::send_prepared(&cfg, prepared, progress).await;
+    let bar = progress_bar(progress.clone(), prepared.content_bytes());
+    let docs = prepared.len();
+    let result = tokio::select! {
+        r = sender::send_prepared(&cfg, prepared, progress.clone()) => Some(r),
+        _ = tokio::signal::ctrl_c() => None,
+    };
     if let Some((b, h)) = bar {
         h.abort();
         b.finish_and_clear();
     }
+    let Some(result) = result else {
+        // Dropping the send closed every channel: the receiver removes what it had of the
+        // documents not yet acknowledged.
+        let delivered = progress
+            .delivered
+            .lock()
+            .map(|d| d.clone())
+            .unwrap_or_default();
+        let i = Interrupted { docs, delivered };
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "error": "interrupted",
+                    "docs": i.docs,
+                    "docs_ok": i.delivered.len(),
+                    "delivered": i.delivered,
+                })
+            );
+        }
+        return Err(i.into());
+    };
     let report = match result {
         Ok(r) => r,
         Err(e) => {
@@ -333,8 +407,52 @@ pub async fn run(args: &Args) -> Result<bool> {
         }
     };
     print_report(&report, args.json)?;
-    Ok(report.docs_ok == report.docs)
+    Ok(report.docs_ok == report.docs && report.skipped.is_empty())
 }
+
+/// The user interrupted the send (Ctrl-C): what was delivered by then. The command exits 130,
+/// as a shell does for a program stopped by SIGINT.
+#[derive(Debug)]
+pub struct Interrupted {
+    pub docs: usize,
+    pub delivered: Vec<String>,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = self.delivered.len();
+        write!(f, "interrupted: ")?;
+        match d {
+            0 => write!(f, "no document was delivered")?,
+            _ => {
+                let shown: Vec<&str> = self.delivered.iter().take(20).map(String::as_str).collect();
+                let more = if d > 20 {
+                    format!(" and {} more", d - 20)
+                } else {
+                    String::new()
+                };
+                write!(
+                    f,
+                    "{d} of {} documents were delivered ({}{more})",
+                    self.docs,
+                    shown.join(", ")
+                )?
+            }
+        }
+        if d < self.docs {
+            write!(
+                f,
+                "; {} {} not, and the receiver keeps nothing of {}",
+                self.docs - d,
+                if self.docs - d == 1 { "was" } else { "were" },
+                if self.docs - d == 1 { "it" } else { "them" }
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 /// `--json` when the session failed: one object on stdout with the error and, once documents
 /// were announced, which of them were acknowledged (`delivered`); the others were not delivered.
@@ -354,11 +472,28 @@ pub fn print_report(r: &SessionReport, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string(r)?);
     } else {
+        let marks = if r.marks_bytes > 0 {
+            format!(", {} of marks written back by the receiver", r.marks_bytes)
+        } else {
+            String::new()
+        };
         eprintln!(
-            "{} of {} documents delivered ({} bytes: {} over TLS, {} in the clear) in {:.1} ms \
-             (connect {:.1} ms, sieve {:.1} ms, transfer {:.1} ms) with {} secure + {} plain channels, {}",
-            r.docs_ok, r.docs, r.bytes, r.secure_bytes, r.plain_bytes, r.total_ms, r.connect_ms, r.sieve_ms,
-            r.transfer_ms, r.secure_channels, r.plain_channels, r.cipher
+            "{} of {} documents delivered: {} bytes ({} over TLS, {} in the clear{marks}) in \
+             {:.1} ms (connect {:.1}, sieve {:.1}, split {:.1}, transfer {:.1}) over {} TLS + {} \
+             plain channels, {}",
+            r.docs_ok,
+            r.docs,
+            r.bytes,
+            r.secure_bytes,
+            r.plain_bytes,
+            r.total_ms,
+            r.connect_ms,
+            r.sieve_ms + r.processing_ms,
+            r.split_ms,
+            r.transfer_ms,
+            r.secure_channels,
+            r.plain_channels,
+            r.cipher
         );
     }
     for f in &r.failures {

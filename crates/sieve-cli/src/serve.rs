@@ -40,9 +40,10 @@ pub struct Args {
     /// Address for TLS channels: channel 0 and extra secure channels.
     #[arg(long, default_value = "127.0.0.1:7443")]
     pub listen: SocketAddr,
-    /// Address for plain (TCP) channels.
-    #[arg(long, default_value = "127.0.0.1:7080")]
-    pub plain_listen: SocketAddr,
+    /// Address for plain (TCP) channels. Default: the host of --listen, port 7080 (so
+    /// `--listen 10.0.0.2:7443` alone listens for plain channels on 10.0.0.2:7080).
+    #[arg(long)]
+    pub plain_listen: Option<SocketAddr>,
     /// Address senders are told to use for plain channels, when it differs from --plain-listen
     /// (NAT, proxies). Default: the plain listen address.
     #[arg(long)]
@@ -132,7 +133,9 @@ pub async fn run(args: &Args) -> Result<()> {
         dir: args.dir.clone(),
         tls,
         listen: args.listen,
-        plain_listen: args.plain_listen,
+        plain_listen: args
+            .plain_listen
+            .unwrap_or_else(|| default_plain_listen(args.listen)),
         plain_advertise: args.plain_advertise.clone(),
         discard: args.discard,
         legacy: legacy(args)?,
@@ -151,6 +154,20 @@ pub async fn run(args: &Args) -> Result<()> {
         r = receiver.run() => r,
         _ = tokio::signal::ctrl_c() => Ok(()),
     }
+}
+
+/// Port of the plain listener when only --listen is given.
+pub const DEFAULT_PLAIN_PORT: u16 = 7080;
+
+/// The plain listener beside a TLS listener on `listen`: the same host, port 7080 (an ephemeral
+/// port when `listen` asks for one, as tests do).
+fn default_plain_listen(listen: SocketAddr) -> SocketAddr {
+    let port = if listen.port() == 0 {
+        0
+    } else {
+        DEFAULT_PLAIN_PORT
+    };
+    SocketAddr::new(listen.ip(), port)
 }
 
 /// Write `{"tls", "plain", "pid"}` to `path` through a temporary file in the same folder and a

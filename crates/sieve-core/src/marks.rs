@@ -87,6 +87,29 @@ pub enum MarkError {
     Config(String),
 }
 
+impl MarkError {
+    /// The byte offset the error is about, if it is about one.
+    pub fn at(&self) -> Option<u64> {
+        match self {
+            MarkError::Unbalanced { at }
+            | MarkError::StrayEnd { at }
+            | MarkError::NestedStart { at, .. } => Some(*at),
+            MarkError::Config(_) => None,
+        }
+    }
+}
+
+/// Line and column (both from 1, the column in bytes) of byte `at` of a document whose bytes
+/// before it are `before` (`before.len() == at`): what an editor shows, beside the offset.
+pub fn line_col(before: &[u8]) -> (u64, u64) {
+    let line = memchr::memchr_iter(b'\n', before).count() as u64 + 1;
+    let col = match memchr::memrchr(b'\n', before) {
+        Some(nl) => (before.len() - nl) as u64,
+        None => before.len() as u64 + 1,
+    };
+    (line, col)
+}
+
 /// What the parser reports, in input order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event<'a> {
@@ -586,6 +609,17 @@ pub fn mark_document(cfg: &MarkConfig, content: &[u8], ranges: &[Range<u64>]) ->
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn line_and_column_count_from_one() {
+        assert_eq!(line_col(b""), (1, 1));
+        assert_eq!(line_col(b"abc"), (1, 4));
+        assert_eq!(line_col(b"ab\n"), (2, 1));
+        assert_eq!(line_col(b"ab\ncd\nxy"), (3, 3));
+        let e = MarkError::StrayEnd { at: 7 };
+        assert_eq!(e.at(), Some(7));
+        assert_eq!(MarkError::Config("x".into()).at(), None);
+    }
+
     use super::*;
 
     #[test]

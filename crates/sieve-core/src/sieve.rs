@@ -203,27 +203,124 @@ pub fn integrate<S: AsRef<[u8]>, P: AsRef<[u8]>>(
     Ok(out)
 }
 
-/// One contiguous run of a stream and where it lands in the output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Run {
-    /// Offset within the stream of the run's kind.
-    pub stream: u64,
-    /// Offset in the output document.
-    pub output: u64,
-    pub len: u64,
-}
-
 /// Integration by position: where every byte of either stream goes in the output.
 ///
 /// Built from the manifest alone, so each receive loop can write what it reads straight to its
 /// final offset, in any order, from any channel.
+///
+/// Compact, because a manifest is input from the network and documents may have millions of
+/// segments (a classified field on every line of a CSV): the segment lengths are kept as
+/// varints, with a checkpoint every [`CHECKPOINT`] segments from which decoding resumes, about
+/// 3 bytes per segment instead of the 40 that a run and a mark offset per segment would take.
+/// [`Placement::place`] costs a binary search and at most [`CHECKPOINT`] decoded lengths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
-    runs: [Vec<Run>; 2],
+    first: Kind,
+    /// Segment lengths in document order, LEB128.
+    lens: Vec<u8>,
+    segments: usize,
+    /// Lengths of the start and end marks restored around each classified segment.
+    marks: Option<(u64, u64)>,
+    checkpoints: Vec<Checkpoint>,
     stream_len: [u64; 2],
-    /// Output offsets of start and end marks, if marks are restored.
-    mark_offsets: Vec<(u64, bool)>,
     output_len: u64,
+}
+
+/// Where decoding of [`Placement::lens`] resumes: at segment `seg`, byte `at` of the varints,
+/// with the streams and the output at these offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Checkpoint {
+    seg: usize,
+    at: usize,
+    stream: [u64; 2],
+    output: u64,
+}
+
+/// Segments between two checkpoints of a [`Placement`].
+pub const CHECKPOINT: usize = 32;
+
+/// One segment as a [`Placement`] walks them.
+#[derive(Debug, Clone, Copy)]
+struct Seg {
+    kind: Kind,
+    len: u64,
+    /// Offset in its stream.
+    stream: u64,
+    /// Offset of its first content byte in the output (after its start mark, if any).
+    output: u64,
+}
+
+/// Decodes segments from a checkpoint on.
+struct Walk<'p> {
+    p: &'p Placement,
+    seg: usize,
+    at: usize,
+    stream: [u64; 2],
+    output: u64,
+}
+
+impl Iterator for Walk<'_> {
+    type Item = Seg;
+
+    fn next(&mut self) -> Option<Seg> {
+        if self.seg >= self.p.segments {
+            return None;
+        }
+        let (len, used) = read_varint(&self.p.lens[self.at..])?;
+        let kind = if self.seg.is_multiple_of(2) {
+            self.p.first
+        } else {
+            self.p.first.other()
+        };
+        let (start, end) = self.p.marks_around(kind);
+        let seg = Seg {
+            kind,
+            len,
+            stream: self.stream[kind.index()],
+            output: self.output + start,
+        };
+        self.seg += 1;
+        self.at += used;
+        self.stream[kind.index()] += len;
+        self.output += start + len + end;
+        Some(seg)
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn read_varint(b: &[u8]) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// Bytes a layout's segment lengths take as varints (what [`Placement::new`] keeps).
+pub fn varint_bytes(layout: &Layout) -> usize {
+    layout
+        .lens
+        .iter()
+        .map(|&l| (64 - (l | 1).leading_zeros() as usize).div_ceil(7))
+        .sum()
+}
+
+/// Heap bytes of the [`Placement`] of a manifest of `segments` segments whose lengths take
+/// `varint_bytes` bytes, computed without building it: what a receiver charges before it
+/// accepts a manifest.
+pub fn placement_bytes(segments: usize, varint_bytes: usize) -> u64 {
+    let checkpoints = segments / CHECKPOINT + 1;
+    (varint_bytes + checkpoints * std::mem::size_of::<Checkpoint>()) as u64
 }
 
 /// A piece of a stream that the layout does not have.
@@ -264,42 +361,113 @@ pub fn output_len(layout: &Layout, marks: Option<(u64, u64)>) -> Result<u64, Out
 impl Placement {
     /// `marks`: lengths of the start and end marks to restore, or `None` to strip them.
     pub fn new(layout: &Layout, marks: Option<(u64, u64)>) -> Result<Placement, OutputOverflow> {
-        let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
-        let mut stream_len = [0u64; 2];
-        let mut mark_offsets = Vec::new();
+        let mut p = Placement {
+            first: layout.first,
+            lens: Vec::with_capacity(varint_bytes(layout)),
+            segments: layout.lens.len(),
+            marks,
+            checkpoints: Vec::with_capacity(layout.lens.len() / CHECKPOINT + 1),
+            stream_len: [0; 2],
+            output_len: 0,
+        };
         let mut out = 0u64;
-        for (kind, len) in layout.segments() {
-            let restore = if kind == Kind::Secure { marks } else { None };
-            if let Some((s, _)) = restore {
-                mark_offsets.push((out, true));
-                out = out.checked_add(s).ok_or(OutputOverflow)?;
-            }
-            if len > 0 {
-                runs[kind.index()].push(Run {
-                    stream: stream_len[kind.index()],
+        for (i, (kind, len)) in layout.segments().enumerate() {
+            if i % CHECKPOINT == 0 {
+                p.checkpoints.push(Checkpoint {
+                    seg: i,
+                    at: p.lens.len(),
+                    stream: p.stream_len,
                     output: out,
-                    len,
                 });
             }
+            put_varint(&mut p.lens, len);
+            let (start, end) = p.marks_around(kind);
+            out = out
+                .checked_add(start)
+                .and_then(|o| o.checked_add(len))
+                .and_then(|o| o.checked_add(end))
+                .ok_or(OutputOverflow)?;
             // Stream lengths are parts of the output length, so they cannot overflow if it does not.
-            stream_len[kind.index()] += len;
-            out = out.checked_add(len).ok_or(OutputOverflow)?;
-            if let Some((_, e)) = restore {
-                mark_offsets.push((out, false));
-                out = out.checked_add(e).ok_or(OutputOverflow)?;
-            }
+            p.stream_len[kind.index()] += len;
         }
-        Ok(Placement {
-            runs,
-            stream_len,
-            mark_offsets,
-            output_len: out,
-        })
+        if p.checkpoints.is_empty() {
+            p.checkpoints.push(Checkpoint {
+                seg: 0,
+                at: 0,
+                stream: [0; 2],
+                output: 0,
+            });
+        }
+        p.output_len = out;
+        Ok(p)
     }
 
-    /// Segments of the layout this placement was built from (for memory accounting).
-    pub fn run_count(&self) -> usize {
-        self.runs[0].len() + self.runs[1].len() + self.mark_offsets.len()
+    /// The placement of a manifest as it travelled: its varints are kept as they are, with no
+    /// expanded copy of its lengths on the way.
+    pub fn from_manifest(
+        m: &crate::message::DocRef<'_>,
+        marks: Option<(u64, u64)>,
+    ) -> Result<Placement, OutputOverflow> {
+        let mut p = Placement {
+            first: m.first,
+            lens: m.lens.to_vec(),
+            segments: m.segments,
+            marks,
+            checkpoints: Vec::with_capacity(m.segments / CHECKPOINT + 1),
+            stream_len: [0; 2],
+            output_len: 0,
+        };
+        let mut out = 0u64;
+        let mut at = 0usize;
+        for i in 0..m.segments {
+            let kind = if i % 2 == 0 { m.first } else { m.first.other() };
+            if i % CHECKPOINT == 0 {
+                p.checkpoints.push(Checkpoint {
+                    seg: i,
+                    at,
+                    stream: p.stream_len,
+                    output: out,
+                });
+            }
+            // The manifest's parser checked every varint.
+            let (len, used) = read_varint(&p.lens[at..]).ok_or(OutputOverflow)?;
+            at += used;
+            let (start, end) = p.marks_around(kind);
+            out = out
+                .checked_add(start)
+                .and_then(|o| o.checked_add(len))
+                .and_then(|o| o.checked_add(end))
+                .ok_or(OutputOverflow)?;
+            p.stream_len[kind.index()] += len;
+        }
+        if p.checkpoints.is_empty() {
+            p.checkpoints.push(Checkpoint {
+                seg: 0,
+                at: 0,
+                stream: [0; 2],
+                output: 0,
+            });
+        }
+        p.output_len = out;
+        Ok(p)
+    }
+
+    /// Mark lengths before and after a segment of `kind`.
+    fn marks_around(&self, kind: Kind) -> (u64, u64) {
+        match (kind, self.marks) {
+            (Kind::Secure, Some(m)) => m,
+            _ => (0, 0),
+        }
+    }
+
+    fn walk_from(&self, c: &Checkpoint) -> Walk<'_> {
+        Walk {
+            p: self,
+            seg: c.seg,
+            at: c.at,
+            stream: c.stream,
+            output: c.output,
+        }
     }
 
     /// Length of the integrated document.
@@ -311,13 +479,36 @@ impl Placement {
         self.stream_len[kind.index()]
     }
 
-    /// Where the marks go: `(output offset, is_start)`.
-    pub fn mark_offsets(&self) -> &[(u64, bool)] {
-        &self.mark_offsets
+    /// Segments of the layout.
+    pub fn segments(&self) -> usize {
+        self.segments
+    }
+
+    /// Heap bytes this placement holds.
+    pub fn heap_bytes(&self) -> u64 {
+        (self.lens.capacity() + self.checkpoints.capacity() * std::mem::size_of::<Checkpoint>())
+            as u64
+    }
+
+    /// Where the marks go, in output order: `(output offset, is_start)`; nothing when they are
+    /// stripped.
+    pub fn mark_offsets(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
+        let start = self.marks.map_or(0, |m| m.0);
+        let walk = self
+            .marks
+            .and(self.checkpoints.first())
+            .map(|c| self.walk_from(c));
+        walk.into_iter().flatten().flat_map(move |s| {
+            (s.kind == Kind::Secure)
+                .then(|| [(s.output - start, true), (s.output + s.len, false)])
+                .into_iter()
+                .flatten()
+        })
     }
 
     /// Call `f(output_offset, piece_offset, len)` for every run of the stream piece
-    /// `offset..offset + len`, where `piece_offset` is relative to the piece. O(log segments).
+    /// `offset..offset + len`, where `piece_offset` is relative to the piece. A binary search
+    /// and at most [`CHECKPOINT`] decoded lengths before the first run.
     pub fn place(
         &self,
         kind: Kind,
@@ -335,16 +526,26 @@ impl Placement {
                 end: offset.saturating_add(len),
                 len: total,
             })?;
-        let runs = &self.runs[kind.index()];
-        let mut i = runs.partition_point(|r| r.stream + r.len <= offset);
+        if len == 0 {
+            return Ok(());
+        }
+        // The last checkpoint at or before the piece's start in its stream.
+        let i = self
+            .checkpoints
+            .partition_point(|c| c.stream[kind.index()] <= offset)
+            .saturating_sub(1);
         let mut pos = offset;
-        while pos < end {
-            let r = runs[i];
-            let within = pos - r.stream;
-            let take = (r.len - within).min(end - pos);
-            f(r.output + within, pos - offset, take);
+        for s in self.walk_from(&self.checkpoints[i]) {
+            if pos >= end {
+                break;
+            }
+            if s.kind != kind || s.stream + s.len <= pos {
+                continue;
+            }
+            let within = pos - s.stream;
+            let take = (s.len - within).min(end - pos);
+            f(s.output + within, pos - offset, take);
             pos += take;
-            i += 1;
         }
         Ok(())
     }
@@ -443,8 +644,8 @@ mod tests {
         assert_eq!(got, vec![(1, 0, 1), (13, 1, 1), (22, 2, 3)]);
         assert!(p.place(Kind::Secure, 2, 2, |_, _, _| {}).is_err());
         assert_eq!(
-            p.mark_offsets(),
-            &[(2, true), (9, false), (14, true), (18, false)]
+            p.mark_offsets().collect::<Vec<_>>(),
+            vec![(2, true), (9, false), (14, true), (18, false)]
         );
     }
 }

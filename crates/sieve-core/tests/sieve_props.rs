@@ -155,8 +155,8 @@ proptest! {
         prop_assert_eq!(p.output_len(), expected.len() as u64);
         let mut out = vec![0xAAu8; expected.len()];
         for (off, start) in p.mark_offsets() {
-            let mk = if *start { b"<$S>" } else { b"<$E>" };
-            out[*off as usize..*off as usize + 4].copy_from_slice(mk);
+            let mk = if start { b"<$S>" } else { b"<$E>" };
+            out[off as usize..off as usize + 4].copy_from_slice(mk);
         }
         for kind in [Kind::Secure, Kind::Plain] {
             let stream: Vec<u8> = s.list(kind).iter().flat_map(|c| c.iter().copied()).collect();
@@ -172,5 +172,48 @@ proptest! {
             }
         }
         prop_assert_eq!(out, expected);
+    }
+
+    /// Layouts of hundreds of segments (many checkpoints apart), empty ones among them, marks
+    /// or none: every byte of every piece lands where a naive walk of the layout puts it.
+    #[test]
+    fn compact_placement_agrees_with_a_naive_walk(
+        lens in proptest::collection::vec(prop_oneof![Just(0u64), 1u64..5, 100u64..300], 1..400),
+        secure_first in any::<bool>(),
+        marks in proptest::option::of((1u64..6, 1u64..6)),
+        probes in proptest::collection::vec((any::<bool>(), any::<proptest::sample::Index>(), 0u64..700), 1..20),
+    ) {
+        let first = if secure_first { Kind::Secure } else { Kind::Plain };
+        let layout = sieve_core::Layout { first, lens: lens.clone() };
+        let p = Placement::new(&layout, marks).unwrap();
+        // Naive: the output offset of every byte of each stream.
+        let mut maps: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+        let mut naive_marks = Vec::new();
+        let mut out = 0u64;
+        for (kind, len) in layout.segments() {
+            let (s, e) = match (kind, marks) { (Kind::Secure, Some(m)) => m, _ => (0, 0) };
+            if s > 0 { naive_marks.push((out, true)); }
+            out += s;
+            for b in 0..len { maps[kind.index()].push(out + b); }
+            out += len;
+            if e > 0 { naive_marks.push((out, false)); }
+            out += e;
+        }
+        prop_assert_eq!(p.output_len(), out);
+        prop_assert_eq!(p.mark_offsets().collect::<Vec<_>>(), naive_marks);
+        for (secure, at, len) in probes {
+            let kind = if secure { Kind::Secure } else { Kind::Plain };
+            let map = &maps[kind.index()];
+            if map.is_empty() { continue; }
+            let offset = at.index(map.len()) as u64;
+            let len = len.min(map.len() as u64 - offset);
+            let mut got = vec![u64::MAX; len as usize];
+            p.place(kind, offset, len, |o, within, n| {
+                for k in 0..n { got[(within + k) as usize] = o + k; }
+            }).unwrap();
+            prop_assert_eq!(&got[..], &map[offset as usize..(offset + len) as usize]);
+        }
+        let beyond = p.place(Kind::Plain, p.stream_len(Kind::Plain), 1, |_, _, _| {});
+        prop_assert!(beyond.is_err());
     }
 }

@@ -7,6 +7,7 @@
 pub mod change;
 pub mod conn;
 pub mod cpu;
+pub mod explain;
 #[cfg(feature = "insecure-thesis-suites")]
 pub mod legacy_tls;
 pub mod lowat;

@@ -36,32 +36,61 @@ pub enum MacError {
 /// Most bytes one tag covers: units never cross a multiple of this in the plain stream.
 pub const MAC_BLOCK: u64 = 256 << 10;
 
+/// Runs of the layout shorter than this (within a block) do not get units of their own: they
+/// are tagged together with their neighbours.
+pub const MIN_RUN_UNIT: u64 = 16 << 10;
+
 /// The units of the plain frame at stream `offset`, `len` bytes long: `f(within, n)` for each, in
 /// order, `within` relative to the frame.
 ///
-/// A unit is the part of the frame inside one run of the layout (`streams`, from the manifest,
-/// which both ends hold) and one [`MAC_BLOCK`]-aligned block of the stream. Why not the whole
-/// frame: a frame of a mapped document spans several runs, which are not next to each other in
-/// the file (the classified parts and marks sit between them), and a tag covers contiguous bytes;
-/// cutting at the runs lets the sender tag the file's bytes where they lie, without copying them.
-/// The blocks keep each unit small enough to still be in cache when it is sent. Neither
-/// cut shows on the wire: frames are cut by the scheduler alone, so the plain channels do not
-/// tell where the classified parts sat.
+/// Units never cross a [`MAC_BLOCK`]-aligned block of the stream, which keeps each one small
+/// enough to still be in cache when it is sent. Within a block they are cut where one run of the
+/// layout (`streams`, from the manifest, which both ends hold) ends and the next begins, when
+/// both sides of the cut are at least [`MIN_RUN_UNIT`] long: a frame of a mapped document spans
+/// several runs, which are not next to each other in the file (the classified parts and marks
+/// sit between them), and a tag covers contiguous bytes, so cutting at long runs lets the sender
+/// tag the file's bytes where they lie. Short runs (a classified field on every line of a CSV)
+/// are tagged together, from a copy, rather than one tag (and one ledger entry) each: the sender
+/// copies at most a block, and the count of tags is bounded by the frame's length. Neither cut
+/// shows on the wire: frames are cut by the scheduler alone, so the plain channels do not tell
+/// where the classified parts sat.
 pub fn units(
     streams: &Placement,
     offset: u64,
     len: u64,
     mut f: impl FnMut(u64, u64),
 ) -> Result<(), OutOfStream> {
+    // The unit being grown: its start in the stream and its length.
+    let mut cur: Option<(u64, u64)> = None;
     streams.place(Kind::Plain, offset, len, |_, within, n| {
         let (mut at, end) = (offset + within, offset + within + n);
+        let mut run_starts = true;
         while at < end {
             let block_end = (at / MAC_BLOCK + 1) * MAC_BLOCK;
             let take = block_end.min(end) - at;
-            f(at - offset, take);
+            cur = match cur {
+                Some((s, l)) if !(run_starts && l >= MIN_RUN_UNIT && take >= MIN_RUN_UNIT) => {
+                    Some((s, l + take))
+                }
+                Some((s, l)) => {
+                    f(s - offset, l);
+                    Some((at, take))
+                }
+                None => Some((at, take)),
+            };
+            if at + take == block_end {
+                if let Some((s, l)) = cur.take() {
+                    f(s - offset, l);
+                }
+            }
             at += take;
+            run_starts = false;
         }
-    })
+    })?;
+    if let Some((s, l)) = cur {
+        f(s - offset, l);
+    }
+    Ok(())
 }
 
 /// The per-session MAC key of the plain channels.
@@ -139,29 +168,67 @@ mod tests {
     use sieve_core::layout::Layout;
 
     #[test]
-    fn units_cut_at_runs_and_blocks_only() {
-        // Plain runs of 100 B, 600 KiB and 50 B between classified parts.
+    fn units_cut_at_blocks_and_between_long_runs_only() {
+        // Plain runs of 100 B, 600 KiB and 50 B between classified parts: the short runs are
+        // tagged with their neighbours, within blocks.
         let b = 600 << 10;
         let layout = Layout::from_ranges(100 + 7 + b + 9 + 50, &[100..107, 107 + b..116 + b]);
         let p = Placement::new(&layout, None).unwrap();
         let mut got = Vec::new();
         units(&p, 0, 100 + b + 50, |w, n| got.push((w, n))).unwrap();
         let m = MAC_BLOCK;
-        assert_eq!(
-            got,
-            vec![
-                (0, 100),
-                (100, m - 100),
-                (m, m),
-                (2 * m, 100 + b - 2 * m),
-                (100 + b, 50)
-            ]
-        );
+        assert_eq!(got, vec![(0, m), (m, m), (2 * m, 100 + b + 50 - 2 * m)]);
+        // Two long runs within one block are cut where one ends.
+        let (r1, r2) = (40 << 10, 30 << 10);
+        let classified = std::iter::once(r1..r1 + 5).collect::<Vec<_>>();
+        let layout = Layout::from_ranges(r1 + 5 + r2, &classified);
+        let two = Placement::new(&layout, None).unwrap();
+        let mut got = Vec::new();
+        units(&two, 0, r1 + r2, |w, n| got.push((w, n))).unwrap();
+        assert_eq!(got, vec![(0, r1), (r1, r2)]);
         // A frame starting inside a run: units are relative to the frame, blocks to the stream.
         let mut got = Vec::new();
         units(&p, m - 10, 30, |w, n| got.push((w, n))).unwrap();
         assert_eq!(got, vec![(0, 10), (10, 20)]);
         assert!(units(&p, 0, 100 + b + 51, |_, _| {}).is_err());
+    }
+
+    proptest::proptest! {
+        /// However the runs and the frame fall, units cover the frame exactly, in order, never
+        /// cross a block, and are few: at most one per block, per long run and per frame end.
+        #[test]
+        fn units_cover_frames_and_stay_few(
+            runs in proptest::collection::vec(1u64..40_000, 1..200),
+            start in 0u64..1_000_000,
+            len in 0u64..3_000_000,
+        ) {
+            let mut ranges = Vec::new();
+            let mut at = 0;
+            for r in &runs {
+                at += r;
+                ranges.push(at..at + 3);
+                at += 3;
+            }
+            let layout = Layout::from_ranges(at, &ranges);
+            let p = Placement::new(&layout, None).unwrap();
+            let plain = p.stream_len(Kind::Plain);
+            let start = start.min(plain);
+            let len = len.min(plain - start);
+            let mut got = Vec::new();
+            units(&p, start, len, |w, n| got.push((w, n))).unwrap();
+            let mut pos = 0;
+            for &(w, n) in &got {
+                proptest::prop_assert_eq!(w, pos);
+                proptest::prop_assert!(n > 0);
+                let s = start + w;
+                proptest::prop_assert_eq!(s / MAC_BLOCK, (s + n - 1) / MAC_BLOCK);
+                pos += n;
+            }
+            proptest::prop_assert_eq!(pos, len);
+            let long = runs.iter().filter(|&&r| r >= MIN_RUN_UNIT).count() as u64;
+            let bound = len / MAC_BLOCK + 2 * long + 2;
+            proptest::prop_assert!(got.len() as u64 <= bound, "{} units", got.len());
+        }
     }
 
     #[test]

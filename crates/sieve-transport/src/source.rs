@@ -158,8 +158,16 @@ impl Source {
                         })
                     }
                     None => parse_by_reading(watch.file(), cfg, path)?,
-                }
-                .with_context(|| format!("{} is not correctly marked", path.display()))?;
+                };
+                let parsed = parsed.map_err(|e| {
+                    // Where, as an editor shows it: path:line:column, then the byte offset.
+                    let place = e
+                        .at()
+                        .and_then(|at| line_col_of(map.as_deref(), watch.file(), at))
+                        .map_or(String::new(), |(l, c)| format!(":{l}:{c}"));
+                    anyhow::Error::new(e)
+                        .context(format!("{}{place}: not correctly marked", path.display()))
+                })?;
                 let marks = (!cfg.strip).then(|| (cfg.start.clone(), cfg.end.clone()));
                 (parsed.layout(), parsed.extents, marks)
             }
@@ -370,6 +378,28 @@ impl Source {
         }
         Ok(())
     }
+}
+
+/// Line and column of byte `at` of a document, from its mapping or by reading it up to there.
+fn line_col_of(map: Option<&[u8]>, file: &File, at: u64) -> Option<(u64, u64)> {
+    if let Some(m) = map {
+        return Some(sieve_core::marks::line_col(
+            m.get(..usize::try_from(at).ok()?)?,
+        ));
+    }
+    // Streamed a MiB at a time: the error may be deep in a large file.
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut lines, mut last_nl, mut pos) = (0u64, None, 0u64);
+    while pos < at {
+        let n = usize::try_from(at - pos).map_or(buf.len(), |left| left.min(buf.len()));
+        file.read_exact_at(&mut buf[..n], pos).ok()?;
+        lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+        if let Some(i) = memchr::memrchr(b'\n', &buf[..n]) {
+            last_nl = Some(pos + i as u64);
+        }
+        pos += n as u64;
+    }
+    Some((lines + 1, last_nl.map_or(at + 1, |nl| at - nl)))
 }
 
 /// Parse the marks of `file` through a buffer, for files that are not mapped.

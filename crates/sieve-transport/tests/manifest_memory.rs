@@ -70,13 +70,24 @@ fn the_hand_encoded_manifest_is_a_doc_frame() {
 async fn huge_manifests_are_refused_and_honest_senders_served() {
     const SESSIONS: u32 = 6;
     const DOCS: u32 = 4;
-    const SEGMENTS: usize = 4_000_000;
-    let rx = TestReceiver::start().await;
+    const SEGMENTS: usize = 2_000_000;
+    // A budget of 128 MiB (frame buffers, and a quarter of that, 32 MiB, for the protocol;
+    // a session's share of it 4 MiB): what the receiver holds is bounded by its budget, so a
+    // bound on its memory is checked against a budget of that size. (The default, 512 MiB,
+    // bounds the protocol's part at 128 MiB and the frame buffers at 512 MiB.)
+    let rx = TestReceiver::start_with(fast_tempdir(), |c| {
+        c.limits.max_buffer_bytes = 128 << 20;
+    })
+    .await;
     // One-byte segments: each takes one byte of the manifest and, parsed, tens of bytes of the
     // receiver's memory. Encoded by hand, so that the clients do not hold the layouts either.
     let frames: std::sync::Arc<Vec<Vec<u8>>> =
         std::sync::Arc::new((0..DOCS).map(|d| manifest(d, SEGMENTS)).collect());
     let mut attacks = tokio::task::JoinSet::new();
+    // The clients live in this process too, and each holds a few copies of a 4 MB frame while
+    // TLS seals it: two send at a time, so that the peak measured is mostly the receiver's
+    // (every session stays open, holding what the receiver accepted from it).
+    let sending = std::sync::Arc::new(tokio::sync::Semaphore::new(2));
     for i in 0..SESSIONS {
         let mut s = RawSession::open_from(
             &rx,
@@ -89,16 +100,22 @@ async fn huge_manifests_are_refused_and_honest_senders_served() {
         .await
         .expect("session");
         let frames = frames.clone();
+        let sending = sending.clone();
         attacks.spawn(async move {
+            let turn = sending.acquire_owned().await.expect("semaphore");
             for f in frames.iter() {
                 s.send(|o| o.extend_from_slice(f))
                     .await
                     .expect("manifest sent");
             }
+            drop(turn);
+            // Each manifest, parsed, holds about 3.75 MB (its 2 MB of varints and a checkpoint
+            // every 32 segments): one fits the session's share of 4 MiB, the others are
+            // refused. The accepted one waits for bytes that never come.
             let mut limits = 0;
-            for _ in 0..DOCS {
-                match s.next(Duration::from_secs(20)).await {
-                    Ok(Message::Ack(a)) if a.status == AckStatus::Refused => {
+            while let Ok(m) = s.next(Duration::from_secs(5)).await {
+                match m {
+                    Message::Ack(a) if a.status == AckStatus::Refused => {
                         assert!(a.message.contains("LIMIT"), "{}", a.message);
                         limits += 1;
                     }
@@ -122,13 +139,17 @@ async fn huge_manifests_are_refused_and_honest_senders_served() {
     while let Some(r) = attacks.join_next().await {
         refused += r.expect("attack task");
     }
-    assert_eq!(refused, SESSIONS * DOCS);
+    assert!(
+        refused >= SESSIONS * (DOCS - 1),
+        "{refused} of {} manifests refused",
+        SESSIONS * DOCS
+    );
     for (i, d) in docs.iter().enumerate() {
         rx.assert_received(&format!("ok-{i}.txt"), d);
     }
     let peak = peak_rss();
     eprintln!(
-        "{} manifests of {SEGMENTS} segments refused; peak resident memory of the test process \
+        "{refused} of {} manifests of {SEGMENTS} segments refused; peak resident memory of the test process \
          (receiver and clients): {:.1} MiB",
         SESSIONS * DOCS,
         peak as f64 / (1 << 20) as f64

@@ -23,7 +23,7 @@
 use super::wire::{kind_code, put_bytes, put_varint, varint_len, Reader};
 use super::{write_frame, MessageError, MAX_MARK_LEN, MAX_NAME_LEN};
 use crate::frame::{FrameType, HEADER_LEN};
-use crate::layout::Layout;
+use crate::layout::{Kind, Layout};
 
 const MSG: &str = "Doc";
 
@@ -199,6 +199,96 @@ impl Doc {
             marks,
             padding,
         })
+    }
+}
+
+/// A manifest as a receiver reads it: borrowed from the frame, its segment lengths left as the
+/// varints they travel as (checked minimal, summed without overflow), so that reading it
+/// allocates nothing, whatever its number of segments; [`crate::sieve::Placement::from_manifest`]
+/// keeps those bytes as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocRef<'a> {
+    /// Document index within the session.
+    pub doc: u32,
+    /// The name to store it under (not yet checked: see [`crate::name`]).
+    pub name: &'a str,
+    /// Kind of the first segment.
+    pub first: Kind,
+    /// Number of segments.
+    pub segments: usize,
+    /// The segment lengths: `segments` minimal LEB128 varints.
+    pub lens: &'a [u8],
+    /// Bytes of each stream, by [`Kind::index`].
+    pub stream_len: [u64; 2],
+    /// The mark strings to restore, if any.
+    pub marks: Option<(&'a [u8], &'a [u8])>,
+}
+
+impl<'a> DocRef<'a> {
+    /// Parse a payload (the same checks as [`Doc::parse`]).
+    pub fn parse(payload: &'a [u8]) -> Result<DocRef<'a>, MessageError> {
+        let mut r = Reader::new(MSG, payload);
+        let doc = r.u32("doc")?;
+        let name = r.str("name", MAX_NAME_LEN)?;
+        let first = r.kind("first")?;
+        let segments = r.count("segments")?;
+        let start = r.rest();
+        let mut stream_len = [0u64; 2];
+        let mut total = 0u64;
+        for i in 0..segments {
+            let len = r.varint("segment_len")?;
+            total = total
+                .checked_add(len)
+                .ok_or(MessageError::LayoutOverflow { msg: MSG })?;
+            let kind = if i % 2 == 0 { first } else { first.other() };
+            stream_len[kind.index()] += len;
+        }
+        let lens = &start[..start.len() - r.rest().len()];
+        let marks = match r.u8("marks")? {
+            0 => None,
+            1 => {
+                let start = r.bytes("start_mark", MAX_MARK_LEN)?;
+                check_mark("start_mark", start)?;
+                let end = r.bytes("end_mark", MAX_MARK_LEN)?;
+                check_mark("end_mark", end)?;
+                Some((start, end))
+            }
+            other => return Err(r.unknown("marks", other)),
+        };
+        let padding = r.u32("padding")?;
+        if r.take(padding as usize, "padding")?.iter().any(|&b| b != 0) {
+            return Err(MessageError::NonZeroPadding { msg: MSG });
+        }
+        r.finish()?;
+        Ok(DocRef {
+            doc,
+            name,
+            first,
+            segments,
+            lens,
+            stream_len,
+            marks,
+        })
+    }
+
+    /// The segment lengths, decoded (they were checked when parsed).
+    pub fn lens(&self) -> impl Iterator<Item = u64> + 'a {
+        let mut r = Reader::new(MSG, self.lens);
+        (0..self.segments).map_while(move |_| r.varint("segment_len").ok())
+    }
+
+    /// An owned [`Doc`] (its layout expanded: 8 bytes per segment).
+    pub fn to_doc(&self) -> Doc {
+        Doc {
+            doc: self.doc,
+            name: self.name.to_string(),
+            layout: Layout {
+                first: self.first,
+                lens: self.lens().collect(),
+            },
+            marks: self.marks.map(|(s, e)| (s.to_vec(), e.to_vec())),
+            padding: 0,
+        }
     }
 }
 

@@ -16,8 +16,9 @@ use crate::split::Split;
 /// 256 KiB block), no longer by frame, so frames need not end where runs do. 4: manifests are
 /// padded to size buckets ([`super::Doc::padding`]), names may be relative paths
 /// ([`crate::name`]), a sender may cancel a document ([`super::DocCancel`]), and acknowledgements
-/// say when a name exists or a document was cancelled.
-pub const PROTOCOL_VERSION: u16 = 4;
+/// say when a name exists or a document was cancelled. 5: runs of the layout shorter than 16 KiB
+/// are tagged together with their neighbours within a block (see the transport's `mac::units`).
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// Most TLS channels (channel 0 included) a session may ask for.
 pub const MAX_SECURE_CHANNELS: u8 = 16;

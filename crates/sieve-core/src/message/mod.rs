@@ -41,7 +41,7 @@ mod zdata;
 pub use ack::{Ack, AckStatus};
 pub use bye::Bye;
 pub use data::{Data, DataRef, DATA_HEADER_LEN, DATA_PREFIX_LEN};
-pub use doc::{bucket_len, Doc, MIN_DOC_BUCKET};
+pub use doc::{bucket_len, Doc, DocRef, MIN_DOC_BUCKET};
 pub use doc_cancel::DocCancel;
 pub use doc_end::DocEnd;
 pub use error::Error;

@@ -72,6 +72,11 @@ impl<'a> Reader<'a> {
         self.buf.len()
     }
 
+    /// What is left to read, without reading it.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        self.buf
+    }
+
     pub(crate) fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], MessageError> {
         match self.buf.split_at_checked(n) {
             Some((head, tail)) => {
@@ -191,6 +196,15 @@ impl<'a> Reader<'a> {
             });
         }
         self.take(n as usize, field)
+    }
+
+    /// A length-prefixed UTF-8 string of at most `max` bytes, borrowed.
+    pub(crate) fn str(&mut self, field: &'static str, max: usize) -> Result<&'a str, MessageError> {
+        let bytes = self.bytes(field, max)?;
+        std::str::from_utf8(bytes).map_err(|_| MessageError::BadUtf8 {
+            msg: self.msg,
+            field,
+        })
     }
 
     /// A length-prefixed UTF-8 string of at most `max` bytes.

@@ -73,7 +73,7 @@ pub enum Lookup {
 pub struct Verification {
     /// Document index.
     pub doc: u32,
-    pub(super) ledgers: [Ledger; 2],
+    pub(super) ledgers: Box<[Ledger; 2]>,
     pub(super) lens: [u64; 2],
     pub(super) digest: [u8; 32],
 }
@@ -98,10 +98,10 @@ pub struct Commit {
     pub file: Arc<FileSpec>,
     /// Whether a file was ever created for it: a document with no bytes gets none until here.
     pub opened: bool,
-    /// The mark strings to write back, and where: `(output offset, is_start)`.
+    /// The mark strings to write back, if they are restored.
     pub marks: Option<(Vec<u8>, Vec<u8>)>,
-    /// Offsets of the marks (empty when they are stripped).
-    pub mark_offsets: Vec<(u64, bool)>,
+    /// Where they go: [`Placement::mark_offsets`].
+    pub placement: Arc<Placement>,
 }
 
 /// Why a document could not be stored: the status and message its acknowledgement carries.

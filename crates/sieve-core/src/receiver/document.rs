@@ -30,8 +30,10 @@ pub(super) struct Document {
     /// before it hands the frame in.
     pub(super) placement: Arc<Placement>,
     pub(super) marks: Option<(Vec<u8>, Vec<u8>)>,
-    /// Indexed by [`crate::Kind::index`]; moved out when the document closes.
-    pub(super) ledgers: [Ledger; 2],
+    /// Indexed by [`crate::Kind::index`]; made at the first piece (a session may announce
+    /// thousands of documents ahead of their bytes, and a ledger's hasher is about 2 KiB) and
+    /// moved out when the document closes.
+    pub(super) ledgers: Option<Box<[Ledger; 2]>>,
     /// Ledger entries paid for so far (see [`super::memory::LEDGER_BLOCK`]).
     pub(super) entries_paid: u64,
     /// Everything charged for this document: manifest and ledger entries.
@@ -59,7 +61,7 @@ impl Document {
             file: Arc::new(file),
             placement: Arc::new(placement),
             marks,
-            ledgers: Default::default(),
+            ledgers: None,
             entries_paid: 0,
             charged,
             end: None,
@@ -72,9 +74,11 @@ impl Document {
         }
     }
 
-    /// Ledger entries recorded so far, both streams.
+    /// Ledger entries held (pieces that came ahead of a gap), both streams.
     pub(super) fn entries(&self) -> u64 {
-        (self.ledgers[0].len() + self.ledgers[1].len()) as u64
+        self.ledgers
+            .as_ref()
+            .map_or(0, |l| (l[0].held() + l[1].held()) as u64)
     }
 
     /// Every byte of both streams has been received (counting duplicates, so that a piece sent
@@ -84,7 +88,12 @@ impl Document {
         self.end.is_some()
             && [Kind::Secure, Kind::Plain]
                 .iter()
-                .all(|&k| self.ledgers[k.index()].bytes() >= self.placement.stream_len(k))
+                .all(|&k| self.stream_bytes(k) >= self.placement.stream_len(k))
+    }
+
+    /// Bytes of stream `k` received so far.
+    pub(super) fn stream_bytes(&self, k: crate::Kind) -> u64 {
+        self.ledgers.as_ref().map_or(0, |l| l[k.index()].bytes())
     }
 
     /// Microseconds from the first piece to the last.

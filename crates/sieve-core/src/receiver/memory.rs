@@ -111,15 +111,20 @@ impl Drop for Account {
     }
 }
 
-/// Bytes a manifest of `segments` segments holds once parsed: its layout (8 per segment), the
-/// placement built from it (a 24-byte run per segment and a 16-byte mark offset per classified
-/// segment, counted for every segment), plus `name` and a fixed part.
-pub(super) fn manifest_cost(segments: usize, name_len: usize) -> u64 {
-    const PER_SEGMENT: u64 = 8 + 24 + 16;
-    // The document's slot in the session's map, its file spec and ledgers' headers.
-    const FIXED: u64 = 256;
-    FIXED + name_len as u64 + segments as u64 * PER_SEGMENT
+/// Bytes a document holds once its manifest is accepted: its placement (see
+/// [`crate::sieve::placement_bytes`]: the varints as they travelled, about 1-3 bytes per
+/// segment, and a checkpoint every 32 segments), its name, and a fixed part (its slot in the
+/// session's map, its file spec). Its ledgers are charged when its first piece makes them
+/// ([`LEDGERS_FIXED`]).
+pub(super) fn manifest_cost(segments: usize, varint_bytes: usize, name_len: usize) -> u64 {
+    MANIFEST_FIXED + name_len as u64 + crate::sieve::placement_bytes(segments, varint_bytes)
 }
+
+/// The fixed part of [`manifest_cost`].
+pub(super) const MANIFEST_FIXED: u64 = 512;
+
+/// A document's two ledgers, made at its first piece (their hashers are most of it).
+pub(super) const LEDGERS_FIXED: u64 = std::mem::size_of::<[crate::ledger::Ledger; 2]>() as u64;
 
 /// The table of document phases (one byte per id) grows, and is charged, this many ids at a
 /// time.

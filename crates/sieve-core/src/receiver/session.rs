@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::ledger::{LedgerError, UnitTag};
-use crate::message::{Ack, AckStatus, Doc, DocEnd, Hello, HelloRefusal, Mode};
+use crate::message::{Ack, AckStatus, DocEnd, DocRef, Hello, HelloRefusal, Mode};
 use crate::name;
-use crate::sieve::{output_len, Placement};
+use crate::sieve::Placement;
 use crate::Kind;
 
 use super::action::{
@@ -16,7 +16,9 @@ use super::action::{
     WritePiece,
 };
 use super::document::{Document, Phase, State};
-use super::memory::{manifest_cost, Account, MemoryPool, Short, LEDGER_BLOCK, PHASE_BLOCK};
+use super::memory::{
+    manifest_cost, Account, MemoryPool, Short, LEDGERS_FIXED, LEDGER_BLOCK, PHASE_BLOCK,
+};
 use crate::ledger::Ledger;
 
 /// What a receiver allows one session.
@@ -134,19 +136,10 @@ impl ReceiverSession {
         }
     }
 
-    /// How many segments a manifest may have for this session to afford it now: the transport
-    /// parses manifests with this bound, so that parsing one never allocates more than the
-    /// session could keep.
-    pub fn affordable_segments(&self) -> usize {
-        let free = self.limits.memory.saturating_sub(self.account.held());
-        let by_memory = usize::try_from(free / manifest_cost(1, 0)).unwrap_or(usize::MAX);
-        by_memory.min(self.limits.max_segments)
-    }
-
     /// A manifest arrived on channel 0. A document the receiver will not take is answered with
     /// a refusal (its pieces are then dropped as they come); only a broken protocol ends the
     /// session.
-    pub fn manifest(&mut self, doc: Doc) -> Result<(), ProtocolError> {
+    pub fn manifest(&mut self, doc: &DocRef<'_>) -> Result<(), ProtocolError> {
         let id = doc.doc;
         let max = self.max_doc_id();
         if id >= max {
@@ -158,20 +151,21 @@ impl ReceiverSession {
         if !self.remember(id) {
             return Ok(());
         }
-        match self.admit(&doc) {
+        match self.admit(doc) {
             Ok((placement, cost)) => {
                 let file = FileSpec {
                     doc: id,
-                    name: doc.name,
+                    name: doc.name.to_string(),
                     len: placement.output_len(),
                 };
+                let marks = doc.marks.map(|(s, e)| (s.to_vec(), e.to_vec()));
                 self.docs
-                    .insert(id, Document::new(file, placement, doc.marks, cost));
+                    .insert(id, Document::new(file, placement, marks, cost));
                 self.set_phase(id, Phase::Active);
             }
             Err(why) => {
                 self.set_phase(id, Phase::Refused);
-                self.refuse(id, doc.name, why);
+                self.refuse(id, doc.name.to_string(), why);
             }
         }
         Ok(())
@@ -180,9 +174,9 @@ impl ReceiverSession {
     /// Take a manifest if the receiver will: its name, segment count, size and mode are checked
     /// and its memory is charged before its placement is built. Returns the placement and what
     /// was charged, or why it is refused.
-    fn admit(&mut self, doc: &Doc) -> Result<(Placement, u64), String> {
-        name::check(&doc.name).map_err(|why| format!("refused file name: {why}"))?;
-        let segments = doc.layout.lens.len();
+    fn admit(&mut self, doc: &DocRef<'_>) -> Result<(Placement, u64), String> {
+        name::check(doc.name).map_err(|why| format!("refused file name: {why}"))?;
+        let segments = doc.segments;
         if segments > self.limits.max_segments {
             return Err(format!(
                 "the manifest has {segments} segments; this receiver takes at most {} (merge \
@@ -190,21 +184,10 @@ impl ReceiverSession {
                 self.limits.max_segments
             ));
         }
-        let marks = doc
-            .marks
-            .as_ref()
-            .map(|(s, e)| (s.len() as u64, e.len() as u64));
-        let len = output_len(&doc.layout, marks).map_err(|e| e.to_string())?;
-        if len > self.limits.max_doc_bytes {
-            return Err(format!(
-                "{len} bytes exceed this receiver's limit of {} bytes",
-                self.limits.max_doc_bytes
-            ));
-        }
-        if self.hello.mode == Mode::SecureOnly && doc.layout.stream_len(Kind::Plain) > 0 {
+        if self.hello.mode == Mode::SecureOnly && doc.stream_len[Kind::Plain.index()] > 0 {
             return Err("plain bytes in a secure-only session".into());
         }
-        let cost = manifest_cost(segments, doc.name.len());
+        let cost = manifest_cost(segments, doc.lens.len(), doc.name.len());
         if let Err(short) = self.account.charge(cost) {
             return Err(self.memory_refusal(
                 short,
@@ -212,13 +195,23 @@ impl ReceiverSession {
                 &format!("the manifest of {segments} segments"),
             ));
         }
-        match Placement::new(&doc.layout, marks) {
-            Ok(p) => Ok((p, cost)),
+        let marks = doc.marks.map(|(s, e)| (s.len() as u64, e.len() as u64));
+        let placement = match Placement::from_manifest(doc, marks) {
+            Ok(p) => p,
             Err(e) => {
                 self.account.release(cost);
-                Err(e.to_string())
+                return Err(e.to_string());
             }
+        };
+        if placement.output_len() > self.limits.max_doc_bytes {
+            self.account.release(cost);
+            return Err(format!(
+                "{} bytes exceed this receiver's limit of {} bytes",
+                placement.output_len(),
+                self.limits.max_doc_bytes
+            ));
         }
+        Ok((placement, cost))
     }
 
     fn memory_refusal(&self, short: Short, cost: u64, what: &str) -> String {
@@ -409,11 +402,16 @@ impl ReceiverSession {
             } else {
                 1
             };
-        if entries > d.entries_paid {
-            let more = (entries - d.entries_paid)
-                .max(d.entries_paid)
-                .max(LEDGER_BLOCK);
-            let cost = more * Ledger::ENTRY_BYTES;
+        let first = d.ledgers.is_none();
+        if entries > d.entries_paid || first {
+            let more = if entries > d.entries_paid {
+                (entries - d.entries_paid)
+                    .max(d.entries_paid)
+                    .max(LEDGER_BLOCK)
+            } else {
+                0
+            };
+            let cost = more * Ledger::ENTRY_BYTES + if first { LEDGERS_FIXED } else { 0 };
             if let Err(short) = self.account.charge(cost) {
                 let why = self.memory_refusal(
                     short,
@@ -428,7 +426,7 @@ impl ReceiverSession {
             d.charged += cost;
         }
         let d = self.docs.get_mut(&doc).expect("checked above");
-        let ledger = &mut d.ledgers[kind.index()];
+        let ledger = &mut d.ledgers.get_or_insert_with(Default::default)[kind.index()];
         if kind == Kind::Plain {
             for &(o, n, t) in tags {
                 ledger.record_hashed(o, n, t);
@@ -521,7 +519,7 @@ impl ReceiverSession {
         };
         let verification = Verification {
             doc,
-            ledgers: std::mem::take(&mut d.ledgers),
+            ledgers: d.ledgers.take().unwrap_or_default(),
             lens: [
                 d.placement.stream_len(Kind::Plain),
                 d.placement.stream_len(Kind::Secure),
@@ -577,11 +575,7 @@ impl ReceiverSession {
             file: d.file.clone(),
             opened: d.opened,
             marks: d.marks.clone(),
-            mark_offsets: if d.marks.is_some() {
-                d.placement.mark_offsets().to_vec()
-            } else {
-                Vec::new()
-            },
+            placement: d.placement.clone(),
         };
         self.actions.push_back(Action::Commit(commit));
     }

@@ -155,7 +155,7 @@ impl Files {
             };
             let t0 = Instant::now();
             if let Some((start, end)) = &c.marks {
-                for &(off, is_start) in &c.mark_offsets {
+                for (off, is_start) in c.placement.mark_offsets() {
                     open.part
                         .write_at(off, if is_start { start } else { end })
                         .map_err(|e| failure(&c.file.name, &e))?;

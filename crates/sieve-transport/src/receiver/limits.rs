@@ -88,7 +88,9 @@ pub struct ServeLimits {
     /// its TLS handshake is done.
     pub join_timeout: Duration,
     pub frame: Limits,
-    /// Most segments in one manifest.
+    /// Most segments in one manifest. A segment costs the receiver about 3 bytes (see
+    /// `sieve_core::sieve::Placement`), charged to the session's share of the protocol's
+    /// memory, which usually binds first.
     pub max_segments: usize,
     /// File descriptors the receiver may use; `None`: the process's open-file limit
     /// (`ulimit -n`, RLIMIT_NOFILE). See [`FdBudget`].
@@ -113,7 +115,7 @@ impl Default for ServeLimits {
             max_sessions_per_client: 16,
             join_timeout: Duration::from_secs(2),
             frame: Limits::default(),
-            max_segments: 4_000_000,
+            max_segments: 64_000_000,
             max_open_files: None,
             max_buffer_bytes: DEFAULT_MAX_BUFFER_BYTES,
         }

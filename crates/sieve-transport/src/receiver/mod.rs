@@ -141,6 +141,7 @@ impl Receiver {
             Some(a) => a.clone(),
             None => plain.local_addr()?.to_string(),
         };
+        check_reachable(cfg.listen, &advertise)?;
         if cfg.limits.max_buffer_bytes < MIN_BUFFER_BYTES {
             bail!(
                 "the frame-buffer budget of {} bytes is too small: give at least {} MiB \
@@ -246,6 +247,23 @@ impl Receiver {
         tokio::join!(plain_loop, tls_loop);
         Ok(())
     }
+}
+
+/// Refuse to tell senders a loopback plain address while listening for them elsewhere: a sender
+/// on another machine would open its plain channels to its own loopback.
+fn check_reachable(listen: SocketAddr, advertise: &str) -> Result<()> {
+    let Ok(plain) = advertise.parse::<SocketAddr>() else {
+        // A host name: the operator chose it for the senders.
+        return Ok(());
+    };
+    if plain.ip().is_loopback() && !listen.ip().is_loopback() {
+        bail!(
+            "senders reach this receiver at {listen} but would be told to open plain channels \
+             to {plain}, a loopback address no other machine can reach: give --plain-listen an \
+             address senders can reach (e.g. the host of --listen), or --plain-advertise"
+        );
+    }
+    Ok(())
 }
 
 /// Accept connections on `listener` for as long as the receiver runs. Each one is counted against

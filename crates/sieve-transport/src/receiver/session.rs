@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use sieve_core::frame::{FrameType, Limits};
-use sieve_core::message::{self, Ack, AckStatus, DataRef, Doc, DocCancel, DocEnd};
+use sieve_core::message::{self, Ack, AckStatus, DataRef, DocCancel, DocEnd, DocRef};
 use sieve_core::receiver::{Action, Lookup, ReceiverSession, Verdict};
 use sieve_core::Kind;
 use tokio::sync::{watch, Notify};
@@ -186,20 +186,7 @@ impl Session {
             };
             match ty {
                 FrameType::Data => self.data(Kind::Secure, DataRef::parse(payload)?).await?,
-                FrameType::Doc => {
-                    // Parsed with the bound the session can afford, so that parsing a manifest
-                    // never allocates more than the session could keep.
-                    let max = self.sm().affordable_segments();
-                    let doc = match Doc::parse_with_max_segments(payload, max) {
-                        Ok(d) => d,
-                        Err(message::MessageError::TooManySegments { count, max, .. }) => {
-                            self.refuse_oversized(payload, count, max).await?;
-                            continue;
-                        }
-                        Err(e) => return Err(e.into()),
-                    };
-                    self.manifest(doc).await?
-                }
+                FrameType::Doc => self.manifest(&DocRef::parse(payload)?).await?,
                 FrameType::DocEnd => self.doc_end(DocEnd::parse(payload)?).await?,
                 FrameType::DocCancel => self.doc_cancel(DocCancel::parse(payload)?).await?,
                 FrameType::Bye => return Ok(()),
@@ -208,48 +195,22 @@ impl Session {
         }
     }
 
-    /// A manifest too large to parse within what the session can afford: refused unread (its
-    /// id is the first field), as the state machine refuses one it cannot keep.
-    async fn refuse_oversized(
-        self: &Arc<Self>,
-        payload: &[u8],
-        count: u64,
-        max: usize,
-    ) -> Result<()> {
-        let id = payload
-            .get(..4)
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .map(u32::from_be_bytes)
-            .ok_or_else(|| anyhow!("a manifest too short to name its document"))?;
-        let why = format!(
-            "LIMIT: the manifest has {count} segments; this session can keep at most {max} now \
-             (its share of the receiver's memory); merge adjacent classified parts or send the \
-             document in a session of its own"
-        );
-        let actions = {
-            let mut sm = self.sm();
-            sm.refuse_manifest(id, String::new(), AckStatus::Refused, why)?;
-            Self::take_actions(&mut sm)
-        };
-        self.manifests.notify_waiters();
-        self.run_actions(actions).await;
-        Ok(())
-    }
-
-    async fn manifest(self: &Arc<Self>, doc: Doc) -> Result<()> {
+    async fn manifest(self: &Arc<Self>, doc: &DocRef<'_>) -> Result<()> {
         // The store looks at its folder first: a name it will not create, or (without
         // --overwrite) one that exists, is refused before any byte of the document travels.
         let refused = match &self.files.store {
             Some(store) => store
-                .precheck(&doc.name)
+                .precheck(doc.name)
                 .err()
-                .map(|e| commit_failure(&doc.name, e)),
+                .map(|e| commit_failure(doc.name, e)),
             None => None,
         };
         let actions = {
             let mut sm = self.sm();
             match refused {
-                Some(f) => sm.refuse_manifest(doc.doc, doc.name, f.status, f.message)?,
+                Some(f) => {
+                    sm.refuse_manifest(doc.doc, doc.name.to_string(), f.status, f.message)?
+                }
                 None => sm.manifest(doc)?,
             }
             Self::take_actions(&mut sm)

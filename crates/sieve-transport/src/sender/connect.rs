@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::TlsConnector;
 
 use crate::conn::{FrameReader, FrameWriter};
+use crate::explain;
 use crate::mac::PlainMac;
 use crate::sendq::SendQueues;
 use crate::tls::Secured;
@@ -62,11 +63,24 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
     let (n_secure, n_plain) = (hello.secure_channels, hello.plain_channels);
     writer0.send(|o| hello.encode(o)).await?;
     writer0.flush().await?;
-    let session = match tokio::time::timeout(cfg.idle_timeout, reader0.message())
+    let answer = tokio::time::timeout(cfg.idle_timeout, reader0.message())
         .await
-        .map_err(|_| anyhow!("no answer to HELLO within {:?}", cfg.idle_timeout))?
-        .context("the receiver closed the connection after HELLO")?
-    {
+        .map_err(|_| {
+            anyhow!(
+                "the receiver did not answer HELLO within {:?}",
+                cfg.idle_timeout
+            )
+        })?;
+    // Under mutual TLS the receiver checks the client certificate after the handshake, so a
+    // refused certificate shows here, as the answer to the first frame.
+    let answer = answer.map_err(|e| {
+        anyhow!(
+            "the receiver at {} did not start a session: {}",
+            cfg.to,
+            explain::connection_lost(&e, "the receiver")
+        )
+    })?;
+    let session = match answer {
         Message::Session(s) => s,
         Message::Error(e) => bail!("the receiver refused the session: {}", e.message),
         other => bail!("unexpected answer to HELLO: {other:?}"),
@@ -116,21 +130,47 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
 
     let t_plain = Instant::now();
     let plain_addr = resolve_plain(&session.plain_addr, &cfg.to)?;
+    let advertised = session.plain_addr.clone();
     let mut plains = JoinSet::new();
     let (idle, sendfile) = (cfg.idle_timeout, cfg.sendfile);
     for i in 0..n_plain {
         let (key, queues) = (key.clone(), queues.clone());
         let sid = session.session_id;
+        let advertised = advertised.clone();
         plains.spawn(async move {
-            let tcp = TcpStream::connect(plain_addr).await.with_context(|| {
-                format!("cannot open a plain channel to {plain_addr} (the address the receiver advertised; see --plain-advertise)")
+            let tcp = TcpStream::connect(plain_addr).await.map_err(|e| {
+                let why = match e.kind() {
+                    std::io::ErrorKind::ConnectionRefused => {
+                        "nothing listens there: the receiver's --plain-listen must be an address \
+                         senders can reach, and a firewall must let them through"
+                            .to_string()
+                    }
+                    std::io::ErrorKind::TimedOut => {
+                        "no answer: is a firewall dropping the receiver's plain port?".to_string()
+                    }
+                    _ => e.to_string(),
+                };
+                anyhow!(
+                    "cannot open a plain channel to {plain_addr} (the receiver advertised \
+                     {advertised}): {why}"
+                )
             })?;
             let _ = tcp.set_nodelay(true);
             queues.watch(&tcp);
             let (r, w) = tcp.into_split();
-            let j = Join { session_id: sid, kind: Kind::Plain, index: i, token: key.token(Kind::Plain, i) };
-            let w = if sendfile == Sendfile::Always { FrameWriter::tcp(w) } else { FrameWriter::new(Box::new(w)) };
-            let w = join(FrameReader::new(Box::new(r), limits), w, j, "a plain channel", idle).await?;
+            let j = Join {
+                session_id: sid,
+                kind: Kind::Plain,
+                index: i,
+                token: key.token(Kind::Plain, i),
+            };
+            let w = if sendfile == Sendfile::Always {
+                FrameWriter::tcp(w)
+            } else {
+                FrameWriter::new(Box::new(w))
+            };
+            let what = format!("the plain channel to {plain_addr}");
+            let w = join(FrameReader::new(Box::new(r), limits), w, j, &what, idle).await?;
             anyhow::Ok((i, w))
         });
     }
@@ -193,12 +233,14 @@ async fn tls_connect(
                 cfg.idle_timeout
             )
         })?;
-    secured.map_err(|e| {
-        anyhow!(
-            "TLS handshake with {} failed: {e:#}. Check that --ca is the CA that signed the receiver's certificate \
-             and that the certificate is valid for the host name you used",
-            cfg.to
-        )
+    secured.map_err(|e| match explain::tls_failure(&e) {
+        Some(why) => anyhow!("TLS handshake with {} failed: {why}", cfg.to),
+        None => anyhow!(
+            "TLS handshake with {} failed: {}. Check that --ca is the CA that signed the \
+             receiver's certificate and that the certificate is valid for the host name you used",
+            cfg.to,
+            explain::without_urls(&format!("{e:#}"))
+        ),
     })
 }
 
@@ -211,11 +253,17 @@ async fn join(
 ) -> Result<FrameWriter> {
     w.send(|o| join.encode(o)).await?;
     w.flush().await?;
-    match tokio::time::timeout(limit, r.message())
+    let answer = tokio::time::timeout(limit, r.message())
         .await
         .map_err(|_| anyhow!("{what} was not accepted within {limit:?}"))?
-        .with_context(|| format!("{what} was not accepted"))?
-    {
+        .map_err(|e| {
+            anyhow!(
+                "{what} was not accepted: {} (is it the same receiver? another program may \
+                 listen on that port)",
+                explain::connection_lost(&e, "the peer")
+            )
+        })?;
+    match answer {
         Message::JoinOk(_) => Ok(w),
         Message::Error(e) => bail!("{what} refused: {}", e.message),
         other => bail!("{what}: unexpected answer {other:?}"),
@@ -229,7 +277,31 @@ fn host_of(addr: &str) -> String {
     }
 }
 
-/// The advertised plain address; an unspecified host (0.0.0.0) means "the host I reached".
+/// The port `sieve serve` listens on for TLS unless told otherwise.
+pub const DEFAULT_PORT: u16 = 7443;
+
+/// `to` as `host:port`, with [`DEFAULT_PORT`] when it names a host alone (`10.0.0.2`,
+/// `receiver.example`, `::1`, `[::1]`).
+pub fn with_default_port(to: &str) -> String {
+    if to.parse::<SocketAddr>().is_ok() {
+        return to.to_string();
+    }
+    if let Ok(ip) = to
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<std::net::IpAddr>()
+    {
+        return SocketAddr::new(ip, DEFAULT_PORT).to_string();
+    }
+    match to.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => to.to_string(),
+        _ => format!("{to}:{DEFAULT_PORT}"),
+    }
+}
+
+/// The advertised plain address; an unspecified host (0.0.0.0) means "the host I reached". A
+/// loopback address advertised by a receiver reached elsewhere is refused: it would lead the
+/// plain channels to whatever listens on this machine's own loopback.
 fn resolve_plain(advertised: &str, to: &str) -> Result<SocketAddr> {
     use std::net::ToSocketAddrs;
     let mut addr = advertised
@@ -241,14 +313,57 @@ fn resolve_plain(advertised: &str, to: &str) -> Result<SocketAddr> {
         .with_context(|| {
             format!("the receiver advertised an unusable plain address '{advertised}'")
         })?;
+    let to_ip = to
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .map(|a| a.ip())
+        .context("cannot resolve the receiver's address")?;
     if addr.ip().is_unspecified() {
-        let ip = to
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next())
-            .map(|a| a.ip())
-            .context("cannot resolve the receiver's address")?;
-        addr.set_ip(ip);
+        addr.set_ip(to_ip);
+    }
+    if addr.ip().is_loopback() && !to_ip.is_loopback() {
+        bail!(
+            "the receiver at {to} told senders to open plain channels to {advertised}, its own \
+             loopback address, which no other machine can reach: start it with --plain-listen \
+             on an address senders can reach (or --plain-advertise behind NAT)"
+        );
     }
     Ok(addr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_alone_gets_the_default_port() {
+        assert_eq!(with_default_port("10.99.0.2"), "10.99.0.2:7443");
+        assert_eq!(with_default_port("10.99.0.2:9000"), "10.99.0.2:9000");
+        assert_eq!(with_default_port("::1"), "[::1]:7443");
+        assert_eq!(with_default_port("[::1]"), "[::1]:7443");
+        assert_eq!(with_default_port("[::1]:8443"), "[::1]:8443");
+        assert_eq!(
+            with_default_port("receiver.example"),
+            "receiver.example:7443"
+        );
+        assert_eq!(
+            with_default_port("receiver.example:1"),
+            "receiver.example:1"
+        );
+    }
+
+    #[test]
+    fn a_loopback_plain_address_from_a_remote_receiver_is_refused() {
+        let e = resolve_plain("127.0.0.1:7080", "10.99.0.2:7443").unwrap_err();
+        assert!(e.to_string().contains("--plain-listen"), "{e}");
+        assert_eq!(
+            resolve_plain("127.0.0.1:7080", "127.0.0.1:7443").unwrap(),
+            "127.0.0.1:7080".parse().unwrap()
+        );
+        assert_eq!(
+            resolve_plain("0.0.0.0:7080", "10.99.0.2:7443").unwrap(),
+            "10.99.0.2:7080".parse().unwrap()
+        );
+    }
 }

@@ -47,6 +47,7 @@ pub use inputs::{Expanded, Input};
 use answers::await_answers;
 use channel::{Shared, Work};
 use connect::{connect, Connected};
+pub use connect::{with_default_port, DEFAULT_PORT};
 
 /// Most documents a session has in progress (some bytes sent, not yet acknowledged) at once,
 /// fewer if the receiver's SESSION says it holds fewer open (`max_open_docs`).
@@ -83,6 +84,9 @@ pub struct SendConfig {
     /// INSECURE, laboratory only: open the secure channels with a thesis TLS 1.2 suite through
     /// OpenSSL instead of `tls` (feature `insecure-thesis-suites`; see `legacy_tls.rs`).
     pub legacy: Option<LegacyConnector>,
+    /// Send the documents that can be sent and list the others (badly marked, missing ranges
+    /// file...) instead of refusing the whole batch.
+    pub skip_invalid: bool,
 }
 
 /// The chunk of classified bytes, and the smallest chunk of cleartext, that [`Chunk::Auto`]
@@ -199,6 +203,10 @@ pub struct Progress {
     pub per_channel: Mutex<Vec<Arc<AtomicU64>>>,
     /// Bytes not sent because the receiver had already failed their document.
     pub skipped: AtomicU64,
+    /// How many of `per_channel`'s counters are secure channels (the rest are plain).
+    pub secure_channels: AtomicU64,
+    /// Names of the documents acknowledged as stored so far, in the order of their answers.
+    pub delivered: Mutex<Vec<String>>,
 }
 
 impl Progress {
@@ -230,9 +238,15 @@ pub struct SessionReport {
     pub batch_split: String,
     pub docs: usize,
     pub docs_ok: usize,
+    /// Bytes of the delivered documents as stored: `secure_bytes + plain_bytes + marks_bytes`.
     pub bytes: u64,
+    /// Classified bytes of the delivered documents (over TLS).
     pub secure_bytes: u64,
+    /// Cleartext bytes of the delivered documents (over the plain channels).
     pub plain_bytes: u64,
+    /// Bytes of marks (`<$S>`, `<$E>`) the delivered documents hold: they never travel, the
+    /// receiver writes them back from the manifest.
+    pub marks_bytes: u64,
     pub connect_ms: f64,
     pub connect_first_tls_ms: f64,
     pub connect_extra_tls_ms: f64,
@@ -259,6 +273,8 @@ pub struct SessionReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detections: Option<std::collections::BTreeMap<String, u64>>,
     pub failures: Vec<DocReport>,
+    /// Documents not sent at all (`--skip-invalid`), each with why.
+    pub skipped: Vec<DocReport>,
     #[serde(skip)]
     pub documents: Vec<DocReport>,
 }
@@ -320,10 +336,17 @@ impl std::fmt::Display for Undelivered {
             }
             s
         };
+        let answered = self.delivered.len() + self.failed.len();
+        write!(f, "{}", self.what)?;
+        if self.docs == 1 && answered == 0 {
+            return write!(f, "; the document was not delivered");
+        }
+        if self.delivered.is_empty() && self.failed.is_empty() {
+            return write!(f, "; none of the {} documents was delivered", self.docs);
+        }
         write!(
             f,
-            "{}; {} of {} documents were acknowledged",
-            self.what,
+            "; {} of {} documents were delivered",
             self.delivered.len(),
             self.docs
         )?;
@@ -340,7 +363,7 @@ impl std::fmt::Display for Undelivered {
                 list(&names)
             )?;
         }
-        if self.delivered.len() + self.failed.len() < self.docs {
+        if answered < self.docs {
             write!(f, "; the others were not delivered")?;
         }
         Ok(())
@@ -354,6 +377,8 @@ fn ms(d: Duration) -> f64 {
 /// Documents sieved and ready to send: phase 1 of [`send`], done before the network is touched.
 pub struct Prepared {
     sources: Vec<Source>,
+    /// Documents left out (`--skip-invalid`), each with why.
+    skipped: Vec<DocReport>,
     sieve_time: std::time::Duration,
     /// Keeps the files' read leases answered while they are sent.
     _leases: Option<Leases>,
@@ -368,6 +393,16 @@ impl Prepared {
             .filter(|s| s.unclassified())
             .map(|s| s.name.as_str())
             .collect()
+    }
+
+    /// Documents left out because they cannot be sent (`--skip-invalid`), each with why.
+    pub fn skipped(&self) -> &[DocReport] {
+        &self.skipped
+    }
+
+    /// Bytes of content (marks excluded) of the documents to send: what a progress bar counts.
+    pub fn content_bytes(&self) -> u64 {
+        self.sources.iter().map(|s| s.layout.content_len()).sum()
     }
 
     /// How many documents.
@@ -414,15 +449,58 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     let mmap = cfg.mmap;
     // Answering lease breaks needs the runtime; the handler must exist before the first lease.
     let leases = Leases::start();
-    let (sources, leases) = tokio::task::spawn_blocking(move || {
-        let sources = inputs
-            .iter()
-            .map(|i| Source::prepare(&i.path, &i.name, &classify, mmap, leases.as_ref()))
-            .collect::<Result<Vec<_>>>();
-        (sources, leases)
+    let (results, leases) = tokio::task::spawn_blocking(move || {
+        let results: Vec<(Input, Result<Source>)> = inputs
+            .into_iter()
+            .map(|i| {
+                let r = Source::prepare(&i.path, &i.name, &classify, mmap, leases.as_ref());
+                (i, r)
+            })
+            .collect();
+        (results, leases)
     })
     .await?;
-    let mut sources = sources?;
+    // Every file is checked before anything is sent, and every bad one is named at once.
+    let n_inputs = results.len();
+    let mut sources = Vec::with_capacity(n_inputs);
+    let mut skipped = Vec::new();
+    for (input, r) in results {
+        match r {
+            Ok(s) => sources.push(s),
+            Err(e) => skipped.push(DocReport {
+                name: input.name.clone(),
+                path: input.path.clone(),
+                bytes: 0,
+                ok: false,
+                error: Some(format!("{e:#}")),
+            }),
+        }
+    }
+    if !skipped.is_empty() && (!cfg.skip_invalid || sources.is_empty()) {
+        if n_inputs == 1 {
+            let e = skipped.remove(0).error.unwrap_or_default();
+            bail!("{e}");
+        }
+        let hint = if sources.is_empty() {
+            ""
+        } else {
+            "; nothing was sent (--skip-invalid sends the others and lists these)"
+        };
+        let why = |d: &DocReport| d.error.clone().unwrap_or_else(|| "unknown error".into());
+        if let [one] = skipped.as_slice() {
+            bail!(
+                "1 of {n_inputs} documents cannot be sent: {}{hint}",
+                why(one)
+            );
+        }
+        // Several: one per line, as a compiler lists its errors.
+        let list: Vec<String> = skipped.iter().map(|d| format!("  {}", why(d))).collect();
+        bail!(
+            "{} of {n_inputs} documents cannot be sent{hint}:\n{}",
+            skipped.len(),
+            list.join("\n")
+        );
+    }
     if secure_only {
         // Everything classified: one secure segment per document.
         for s in &mut sources {
@@ -431,6 +509,7 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     }
     let prepared = Prepared {
         sources,
+        skipped,
         sieve_time: t_sieve.elapsed(),
         _leases: leases,
     };
@@ -477,11 +556,11 @@ pub async fn send_prepared(
 ) -> Result<SessionReport> {
     let cpu0 = cpu_time(None);
     let secure_only = cfg.mode == Mode::SecureOnly;
-    let n_secure = cfg.secure_channels.clamp(1, 16);
+    let n_secure = cfg.secure_channels.clamp(1, message::MAX_SECURE_CHANNELS);
     let n_plain = if secure_only {
         0
     } else {
-        cfg.plain_channels.clamp(1, 16)
+        cfg.plain_channels.clamp(1, message::MAX_PLAIN_CHANNELS)
     };
     let unclassified: Vec<String> = prepared
         .unclassified()
@@ -490,6 +569,7 @@ pub async fn send_prepared(
         .collect();
     let Prepared {
         sources,
+        skipped,
         sieve_time,
         _leases: leases,
     } = prepared;
@@ -500,7 +580,6 @@ pub async fn send_prepared(
         tokio::time::sleep(cfg.processing_per_secure_mb.mul_f64(secure as f64 / 1e6)).await;
     }
     let processing_time = t_processing.elapsed();
-    let total_bytes: u64 = sources.iter().map(|s| s.output_len()).sum();
     progress.total_bytes.store(
         sources.iter().map(|s| s.layout.content_len()).sum(),
         Ordering::Relaxed,
@@ -611,8 +690,6 @@ pub async fn send_prepared(
         .map(|s| AtomicU64::new(s.layout.content_len()))
         .collect();
     let plain_ledgers = sources.iter().map(|_| Mutex::new(Ledger::new())).collect();
-    let secure_bytes: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
-    let plain_bytes: u64 = sources.iter().map(|s| s.stream_len(Kind::Plain)).sum();
     let n_sources = sources.len();
     let shared = Arc::new(Shared {
         sources,
@@ -680,9 +757,6 @@ pub async fn send_prepared(
         split: cfg.split.to_string(),
         batch_split: cfg.batch_split.to_string(),
         docs: n_docs,
-        bytes: total_bytes,
-        secure_bytes,
-        plain_bytes,
         connect_ms: ms(connect_time),
         connect_first_tls_ms: ms(first_tls),
         connect_extra_tls_ms: ms(extra_tls),
@@ -694,6 +768,7 @@ pub async fn send_prepared(
         cipher,
         unclassified,
         docs_leased,
+        skipped,
         ..Default::default()
     };
     report.processing_ms = ms(processing_time);
@@ -718,7 +793,12 @@ pub async fn send_prepared(
             error: (!ok).then(|| format!("{:?}: {}", a.status, a.message)),
         };
         if ok {
+            // The figures count what was stored, not what was offered.
             report.docs_ok += 1;
+            report.bytes += src.output_len();
+            report.secure_bytes += src.stream_len(Kind::Secure);
+            report.plain_bytes += src.stream_len(Kind::Plain);
+            report.marks_bytes += src.output_len() - src.layout.content_len();
         } else {
             report.failures.push(d.clone());
         }

@@ -207,6 +207,7 @@ impl TestReceiver {
             mmap: true,
             sendfile: Sendfile::default(),
             require_classified: false,
+            skip_invalid: false,
             legacy: None,
         }
     }
