@@ -18,6 +18,7 @@ mod icpe_f7;
 mod peers;
 mod t5_3;
 mod tb;
+mod wan;
 
 use std::path::Path;
 
@@ -153,6 +154,11 @@ pub(crate) fn all() -> Vec<Experiment> {
             "PEERS",
             "Today's tools side by side: socat, socat+OpenSSL, scp, iperf3",
             peers::run
+        ),
+        single!(
+            "WAN",
+            "Several channels over 20-100 ms round trips at 100 and 1000 Mbit/s (N = M = 1..8)",
+            wan::run
         ),
     ]
 }
