@@ -163,6 +163,18 @@ impl Receiver {
     pub(crate) fn cpu_ms(&self) -> f64 {
         proc_cpu_ms(self.child.id())
     }
+
+    /// Bytes the receiver process has read so far, from sockets and files alike (`rchar` of
+    /// `/proc/PID/io`): with `--discard` it reads no files after start-up, so the growth of this
+    /// is what arrived from senders, counted as it is taken in rather than per finished session.
+    pub(crate) fn bytes_read(&self) -> Result<u64> {
+        let path = format!("/proc/{}/io", self.child.id());
+        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("rchar:"))
+            .and_then(|v| v.trim().parse().ok())
+            .with_context(|| format!("no rchar in {path}"))
+    }
 }
 
 /// CPU time of a running process in ms (see [`sieve_transport::cpu::cpu_time`]).
@@ -234,14 +246,8 @@ pub(crate) struct Session {
 }
 
 impl SendOptions {
-    /// Run one transfer of `files` to `to` and return its measurements.
-    pub(crate) fn run(
-        &self,
-        tools: &Tools,
-        to: SocketAddr,
-        files: &[PathBuf],
-        wrap: Wrap<'_>,
-    ) -> Result<Session> {
+    /// The `sieve send --json` command of one transfer of `files` to `to` (stdio not set).
+    pub(crate) fn command(&self, tools: &Tools, to: SocketAddr, files: &[PathBuf]) -> Command {
         let mut cmd = Command::new(&tools.sieve);
         cmd.arg("send")
             .args(["--to", &to.to_string(), "--server-name", "localhost"])
@@ -272,6 +278,18 @@ impl SendOptions {
             cmd.arg("--ranges").arg(r);
         }
         cmd.args(files);
+        cmd
+    }
+
+    /// Run one transfer of `files` to `to` and return its measurements.
+    pub(crate) fn run(
+        &self,
+        tools: &Tools,
+        to: SocketAddr,
+        files: &[PathBuf],
+        wrap: Wrap<'_>,
+    ) -> Result<Session> {
+        let cmd = self.command(tools, to, files);
         let mut cmd = wrap(cmd);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -3,6 +3,7 @@
 //! (`<name>.md`). This file only lists them; what they share is in [`crate::common`].
 
 mod batches;
+mod capacity;
 mod channels;
 mod cpu_p;
 mod f5_1;
@@ -15,6 +16,8 @@ mod f5_5;
 mod f5_6;
 mod f5_7;
 mod icpe_f7;
+mod noaes;
+mod parallel;
 mod peers;
 mod t5_3;
 mod tb;
@@ -154,6 +157,21 @@ pub(crate) fn all() -> Vec<Experiment> {
             "PEERS",
             "Today's tools side by side: socat, socat+OpenSSL, scp, iperf3",
             peers::run
+        ),
+        single!(
+            "NOAES",
+            "Devices without AES instructions (OPENSSL_ia32cap masks): F5.1 and F5.2 per suite",
+            noaes::run
+        ),
+        single!(
+            "CAPACITY",
+            "Receiver capacity on a fraction of one core, 8-32 senders, sieve vs secure-only",
+            capacity::run
+        ),
+        single!(
+            "PARALLEL",
+            "Parallel protection: speed-up with N = 1, 2, 4 channels on 2 cores, with and without AES instructions",
+            parallel::run
         ),
         single!(
             "WAN",

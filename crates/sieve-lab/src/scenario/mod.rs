@@ -531,6 +531,9 @@ pub(crate) struct CpuLimit {
     /// The cgroup directory, e.g. `/sys/fs/cgroup/sieve-lab-<pid>-<seq>-<tag>` (v2) or
     /// `/sys/fs/cgroup/cpu/sieve-lab-…` (v1).
     pub(crate) dir: PathBuf,
+    /// The v1 `cpuset` group that pins the processes to some CPUs, when pinned on a v1 host (on
+    /// v2 the pinning is in `dir` itself).
+    cpuset_dir: Option<PathBuf>,
 }
 
 impl CpuLimit {
@@ -550,7 +553,10 @@ impl CpuLimit {
         let dir = root.join(name);
         fs::create_dir(&dir).with_context(|| format!("cannot create cgroup {}", dir.display()))?;
         // From here on, an error drops `limit`, which removes the directory again.
-        let limit = CpuLimit { dir };
+        let limit = CpuLimit {
+            dir,
+            cpuset_dir: None,
+        };
         let quota = ((fraction_of_one_cpu * PERIOD_US as f64).round() as u64).max(1000);
         match version {
             CgroupVersion::V2 => {
@@ -559,6 +565,43 @@ impl CpuLimit {
             CgroupVersion::V1 => {
                 write_file(&limit.dir.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
                 write_file(&limit.dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
+            }
+        }
+        Ok(limit)
+    }
+
+    /// [`CpuLimit::create`], and the processes confined to the CPUs `cpus` (a cpuset list such as
+    /// "1"), so that a fraction of one core is a fraction of *that* core: cgroup v2's
+    /// `cpuset.cpus` in the same group, or a v1 `cpuset` group beside the `cpu` one.
+    pub(crate) fn create_pinned(
+        tag: &str,
+        fraction_of_one_cpu: f64,
+        cpus: &str,
+    ) -> Result<CpuLimit> {
+        let mut limit = CpuLimit::create(tag, fraction_of_one_cpu)?;
+        let (_, version) = find_cpu_cgroup().map_err(|e| anyhow!(e))?;
+        match version {
+            CgroupVersion::V2 => {
+                let root = limit.dir.parent().context("a cgroup has a parent")?;
+                let control = root.join("cgroup.subtree_control");
+                let current = fs::read_to_string(&control).unwrap_or_default();
+                if !current.split_whitespace().any(|c| c == "cpuset") {
+                    write_file(&control, "+cpuset")?;
+                }
+                write_file(&limit.dir.join("cpuset.cpus"), cpus)?;
+            }
+            CgroupVersion::V1 => {
+                let root = find_v1("cpuset").context("no cgroup v1 hierarchy offers cpuset")?;
+                let name = limit.dir.file_name().context("a cgroup has a name")?;
+                let dir = root.join(name);
+                fs::create_dir(&dir)
+                    .with_context(|| format!("cannot create cgroup {}", dir.display()))?;
+                limit.cpuset_dir = Some(dir.clone());
+                // A v1 cpuset takes no process before it has CPUs and memory nodes.
+                let mems = fs::read_to_string(root.join("cpuset.mems"))
+                    .context("cannot read the root cpuset's memory nodes")?;
+                write_file(&dir.join("cpuset.mems"), mems.trim())?;
+                write_file(&dir.join("cpuset.cpus"), cpus)?;
             }
         }
         Ok(limit)
@@ -573,6 +616,19 @@ impl CpuLimit {
     /// [`NetPair::exec`], wrap for the namespace first (see there).
     pub(crate) fn wrap(&self, cmd: Command) -> Command {
         let procs = self.procs_file();
+        if let Some(cpuset) = &self.cpuset_dir {
+            let pinned = cpuset.join("cgroup.procs");
+            return prefix_command(
+                "sh",
+                [
+                    OsStr::new("-c"),
+                    OsStr::new("echo $$ > \"$0\" && echo $$ > \"$1\" && shift && exec \"$@\""),
+                    procs.as_os_str(),
+                    pinned.as_os_str(),
+                ],
+                &cmd,
+            );
+        }
         prefix_command(
             "sh",
             [
@@ -595,16 +651,18 @@ impl Drop for CpuLimit {
     /// moved out or killed here.
     fn drop(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(3);
-        loop {
-            match fs::remove_dir(&self.dir) {
-                Ok(()) => return,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return,
-                Err(e) => {
-                    if Instant::now() >= deadline {
-                        tracing::warn!("cannot remove cgroup {}: {e}", self.dir.display());
-                        return;
+        for dir in std::iter::once(&self.dir).chain(self.cpuset_dir.as_ref()) {
+            loop {
+                match fs::remove_dir(dir) {
+                    Ok(()) => break,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                    Err(e) => {
+                        if Instant::now() >= deadline {
+                            tracing::warn!("cannot remove cgroup {}: {e}", dir.display());
+                            break;
+                        }
+                        thread::sleep(Duration::from_millis(20));
                     }
-                    thread::sleep(Duration::from_millis(20));
                 }
             }
         }
@@ -621,6 +679,24 @@ pub(crate) fn check_cgroup() -> Result<(), String> {
     CpuLimit::create("check", 0.5)
         .map(drop)
         .map_err(|e| format!("cannot create a cgroup with a CPU quota: {e:#}"))
+}
+
+/// Whether [`CpuLimit::create_pinned`] can work; probes with a throwaway group on CPU 0.
+pub(crate) fn check_cpuset() -> Result<(), String> {
+    check_cgroup()?;
+    CpuLimit::create_pinned("check", 0.5, "0")
+        .map(drop)
+        .map_err(|e| format!("cannot pin a cgroup to one CPU: {e:#}"))
+}
+
+/// The mount point of the cgroup v1 hierarchy with `controller`.
+fn find_v1(controller: &str) -> Option<PathBuf> {
+    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.len() >= 4 && f[2] == "cgroup" && f[3].split(',').any(|o| o == controller))
+            .then(|| PathBuf::from(f[1]))
+    })
 }
 
 /// Find where the CPU controller is mounted: a cgroup2 mount whose root offers `cpu`, else a
@@ -685,7 +761,12 @@ pub(crate) fn cleanup_stale() -> Vec<String> {
             }
         }
     }
-    if let Ok((root, _)) = find_cpu_cgroup() {
+    let roots = find_cpu_cgroup()
+        .ok()
+        .map(|(root, _)| root)
+        .into_iter()
+        .chain(find_v1("cpuset"));
+    for root in roots {
         if let Ok(entries) = fs::read_dir(&root) {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
