@@ -164,16 +164,12 @@ impl Receiver {
         proc_cpu_ms(self.child.id())
     }
 
-    /// Bytes the receiver process has read so far, from sockets and files alike (`rchar` of
-    /// `/proc/PID/io`): with `--discard` it reads no files after start-up, so the growth of this
-    /// is what arrived from senders, counted as it is taken in rather than per finished session.
-    pub(crate) fn bytes_read(&self) -> Result<u64> {
-        let path = format!("/proc/{}/io", self.child.id());
-        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("rchar:"))
-            .and_then(|v| v.trim().parse().ok())
-            .with_context(|| format!("no rchar in {path}"))
+    /// Bytes received so far on the loopback interface of the receiver's network namespace:
+    /// in a namespace of its own ([`crate::scenario::LoopbackNs`]) that is what its senders
+    /// sent it (plus the acknowledgements going back, a fraction of a per cent), counted as it
+    /// arrives rather than per finished session.
+    pub(crate) fn loopback_rx_bytes(&self) -> Result<u64> {
+        crate::scenario::loopback_rx_bytes(self.child.id())
     }
 }
 

@@ -41,6 +41,9 @@ pub(crate) struct LinkCheck {
     /// `net.ipv4.tcp_rmem` in the receiver's namespace (min, default, max bytes): the largest
     /// window one connection can offer, this kernel's default where nobody tuned it.
     pub(crate) tcp_rmem: String,
+    /// `net.ipv4.tcp_wmem` in the sender's namespace: the largest send buffer, which bounds the
+    /// bytes one connection keeps in flight.
+    pub(crate) tcp_wmem: String,
     /// Packets the delay line dropped because its queue was full, during the transfers (both
     /// directions; 0 where there is no line).
     pub(crate) line_overflow: u64,
@@ -57,9 +60,11 @@ impl LinkCheck {
         }
     }
 
-    /// The largest receive buffer of one connection, in bytes.
-    pub(crate) fn rmem_max(&self) -> Option<f64> {
-        self.tcp_rmem.split_whitespace().nth(2)?.parse().ok()
+    /// The most one connection can keep in flight, in bytes: the smaller of the largest receive
+    /// and send buffers (each the third field of its sysctl).
+    pub(crate) fn window_max(&self) -> Option<f64> {
+        let max = |s: &str| s.split_whitespace().nth(2)?.parse::<f64>().ok();
+        Some(max(&self.tcp_rmem)?.min(max(&self.tcp_wmem)?))
     }
 
     /// The measured RTT against the setting, in percent.
@@ -104,6 +109,7 @@ pub(crate) fn check(net: &NetPair, name: &str, iperf3_mb: Option<u64>) -> Result
         probes: e.n,
         iperf3_mbit,
         tcp_rmem: sysctl(net, Side::Server, "net/ipv4/tcp_rmem"),
+        tcp_wmem: sysctl(net, Side::Client, "net/ipv4/tcp_wmem"),
         line_overflow: 0,
     })
 }

@@ -3,9 +3,10 @@
 //! what it takes in per second once it is saturated, for the sieve and secure-only, on this
 //! machine and under the no-AES masks.
 //!
-//! How it is measured: the receiver runs in a cgroup pinned to one CPU with a CPU quota; `k`
-//! sender loops each run `sieve send` sessions back to back; after a warm-up the lab samples the
-//! bytes the receiver has read (`rchar`) and its CPU time, waits a fixed window, samples again,
+//! How it is measured: the receiver runs in a cgroup pinned to one CPU with a CPU quota, and
+//! with its senders in a network namespace of their own; `k` sender loops each run `sieve send`
+//! sessions back to back; after a warm-up the lab samples the bytes that namespace's loopback
+//! has carried to the receiver and the receiver's CPU time, waits a fixed window, samples again,
 //! and stops the senders (killing sessions in flight, which the receiver must and does survive).
 //! Capacity is the bytes taken in per CPU-second the receiver used in the window, i.e. GB/s per
 //! receiver core, and the receiver is saturated where it used at least 90 % of its quota.
@@ -30,7 +31,7 @@ use crate::common::words::Outcome;
 use crate::common::{distinct, Ctx};
 use crate::plot::{self, Series, Style};
 use crate::run::{Receiver, SendOptions};
-use crate::scenario::{check_cpuset, CpuLimit};
+use crate::scenario::{check_cpuset, check_root, CpuLimit, LoopbackNs};
 
 const ID: &str = "CAPACITY";
 /// The receiver's share of its one CPU.
@@ -53,6 +54,7 @@ pub(crate) struct Row {
     senders: usize,
     rep: usize,
     window_s: f64,
+    /// Bytes the loopback of the experiment's namespace carried in the window.
     bytes_read: u64,
     receiver_cpu_ms: f64,
     quota: f64,
@@ -117,7 +119,7 @@ fn per_session(mb: u64) -> u32 {
 }
 
 pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
-    if let Err(why) = check_cpuset() {
+    if let Err(why) = check_root().and_then(|()| check_cpuset()) {
         return Ok(Report::skipped(&why));
     }
     let plan = plan(ctx.quick);
@@ -129,7 +131,9 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
     for &mask in &plan.masks {
         all_speeds.extend(speeds(&ctx.tools, &mask, ctx.quick)?);
         let limit = CpuLimit::create_pinned("capacity", QUOTA, RECEIVER_CPU)?;
-        let wrap = |c| limit.wrap(mask.apply(c));
+        // Both ends in a namespace of their own, so its loopback counts their bytes alone.
+        let net = LoopbackNs::create("capacity")?;
+        let wrap = |c| limit.wrap(net.wrap(mask.apply(c)));
         let rx = Receiver::start_with(
             &ctx.tools,
             "127.0.0.1",
@@ -145,7 +149,7 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
                 for rep in 0..plan.rounds {
                     for &senders in &plan.senders {
                         for opts in [SendOptions::secure_only(), SendOptions::default()] {
-                            let w = window(ctx, &rx, &opts, &files, senders, &plan, mask)?;
+                            let w = window(ctx, &rx, &net, &opts, &files, senders, &plan, mask)?;
                             rows.push(Row {
                                 mask: mask.name.into(),
                                 mode: opts.mode.into(),
@@ -179,9 +183,11 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
 }
 
 /// One measured window: `senders` loops of `opts` sessions of `files` against `rx`.
+#[allow(clippy::too_many_arguments)]
 fn window(
     ctx: &Ctx,
     rx: &Receiver,
+    net: &LoopbackNs,
     opts: &SendOptions,
     files: &[PathBuf],
     senders: usize,
@@ -196,7 +202,7 @@ fn window(
         for _ in 0..senders {
             s.spawn(|| {
                 while !stop.load(Ordering::Relaxed) && Instant::now() < end {
-                    let mut cmd = mask.apply(opts.command(&ctx.tools, rx.tls, files));
+                    let mut cmd = net.wrap(mask.apply(opts.command(&ctx.tools, rx.tls, files)));
                     cmd.stdin(Stdio::null())
                         .stdout(Stdio::null())
                         .stderr(Stdio::null());
@@ -214,7 +220,7 @@ fn window(
             });
         }
         let sample = || -> Result<(u64, f64, Instant)> {
-            Ok((rx.bytes_read()?, rx.cpu_ms(), Instant::now()))
+            Ok((rx.loopback_rx_bytes()?, rx.cpu_ms(), Instant::now()))
         };
         std::thread::sleep(plan.warm_up);
         let first = sample();
@@ -396,7 +402,7 @@ pub(crate) fn render(rows: &[Row], speeds: &[Speed], dir: &Path) -> Result<Repor
     }
     t.push_str(&interval_note(rounds));
     t.push_str(
-        "GB/s per core: bytes the receiver read in the window per CPU-second it used (median over \
+        "GB/s per core: bytes that arrived in the window per CPU-second the receiver used (median over \
          the rounds [interval]); sieve / secure-only: median of the per-round ratios; busy: share \
          of its quota the receiver used (saturated from 90 %); outcome: whether the sieve's \
          receiver needs less CPU per GB (takes more) with the interval of the saving apart from \
@@ -423,6 +429,7 @@ pub(crate) fn render(rows: &[Row], speeds: &[Speed], dir: &Path) -> Result<Repor
             "unsaturated": unsaturated,
             "cells": findings.len() * 2,
             "masks": masks.iter().map(|m| m.name).collect::<Vec<_>>().join(", "),
+            "mac_notes": masks.iter().map(|m| crate::common::masks::mac_note(speeds, m.name)).zip(masks.iter()).filter(|(n, _)| !n.is_empty()).map(|(n, m)| format!("**{}**: {n}", m.name)).collect::<Vec<_>>(),
         }),
     )?;
     Ok(Report {

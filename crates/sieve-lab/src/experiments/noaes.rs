@@ -314,6 +314,7 @@ pub(crate) fn render(recs: &[Record], speeds: &[Speed], dir: &Path) -> Result<Re
             "aes": speed("TLS 1.3 AES-128-GCM"),
             "chacha": speed("TLS 1.3 ChaCha20"),
             "mac": speed("cleartext MAC"),
+            "mac_note": crate::common::masks::mac_note(speeds, mask.name),
         }));
     }
     let body = fill(

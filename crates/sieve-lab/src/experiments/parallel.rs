@@ -40,6 +40,9 @@ pub(crate) struct Row {
     sender_cpu_ms: f64,
     receiver_cpu_ms: f64,
     bytes: u64,
+    /// The machine's 1-minute load average before the transfer: other processes that took
+    /// the cores show as cores not busy with this transfer.
+    load1: f64,
 }
 
 impl Row {
@@ -75,6 +78,7 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
                         ..SendOptions::default()
                     },
                 ] {
+                    let load1 = load_average();
                     let before = rx.cpu_ms();
                     let s = opts.run(&ctx.tools, rx.tls, std::slice::from_ref(&file), &wrap)?;
                     // The receiver has acknowledged; let it finish its bookkeeping first.
@@ -89,6 +93,7 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
                         sender_cpu_ms: s.cpu_ms,
                         receiver_cpu_ms: rx.cpu_ms() - before,
                         bytes: s.bytes,
+                        load1,
                     });
                     ctx.bar.inc(1);
                 }
@@ -103,6 +108,14 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
         UNMASKED.what, NO_AES.what, PORTABLE.what
     );
     Ok(report)
+}
+
+/// The 1-minute load average (`/proc/loadavg`), NaN if unreadable.
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 fn rounds_of(rows: &[Row]) -> usize {
@@ -266,6 +279,7 @@ pub(crate) fn render(rows: &[Row], speeds: &[Speed], dir: &Path) -> Result<Repor
         sections.push(json!({
             "name": m.name,
             "what": m.what,
+            "mac_note": crate::common::masks::mac_note(speeds, m.name),
             "modes": per_mode,
             "n1": point_words(&improvement(rows, m.name, 1)),
             "nmax": point_words(&improvement(rows, m.name, *ns.last().unwrap_or(&1))),
@@ -289,6 +303,7 @@ pub(crate) fn render(rows: &[Row], speeds: &[Speed], dir: &Path) -> Result<Repor
             "speeds": speeds_table(speeds),
             "sections": sections,
             "full_pct": format!("{:.0}", FULL * 100.0),
+            "load": Estimate::median_of(&rows.iter().map(|r| r.load1).collect::<Vec<_>>()).num(1),
         }),
     )?;
     Ok(Report {
@@ -320,6 +335,7 @@ mod tests {
                         sender_cpu_ms: 600.0,
                         receiver_cpu_ms: 500.0,
                         bytes: 64_000_000,
+                        load1: 1.0,
                     });
                 }
             }

@@ -284,7 +284,7 @@ pub(crate) fn render(recs: &[Record], checks: &[LinkCheck], dir: &Path) -> Resul
         let check = checks.iter().find(|c| c.condition == name);
         // What one connection's largest window allows at this round trip.
         let window_mbit = check
-            .and_then(LinkCheck::rmem_max)
+            .and_then(LinkCheck::window_max)
             .map(|b| b * 8.0 / (rtt / 1e3) / 1e6);
         conds.push(json!({
             "label": label,
@@ -318,7 +318,8 @@ pub(crate) fn render(recs: &[Record], checks: &[LinkCheck], dir: &Path) -> Resul
             "paying": paying,
             "pairs": pairs,
             "tcp_rmem": tcp_rmem,
-            "rmem_max": checks.first().and_then(LinkCheck::rmem_max).map_or("?".into(), |b| format!("{b:.0}")),
+            "window_max": checks.first().and_then(LinkCheck::window_max).map_or("?".into(), |b| format!("{b:.0}")),
+            "tcp_wmem": checks.first().map_or("not read".to_string(), |c| c.tcp_wmem.clone()),
             "files": xp_label(X_MB as f64, P),
             "rates": rates.iter().map(|r| format!("{r}")).collect::<Vec<_>>().join(" and "),
         }),
@@ -373,6 +374,7 @@ mod tests {
             probes: 30,
             iperf3_mbit: Some(60.0),
             tcp_rmem: "4096 131072 6291456".into(),
+            tcp_wmem: "4096 16384 8388608".into(),
             line_overflow: 0,
         }
     }

@@ -330,6 +330,47 @@ impl Drop for NetPair {
     }
 }
 
+/// A network namespace of its own with only its loopback interface: the same path as the
+/// host's loopback, but whose traffic counters (`/proc/PID/net/dev` of a process inside) count
+/// this experiment's bytes alone. Removed, with what runs inside, on drop.
+#[derive(Debug)]
+pub(crate) struct LoopbackNs {
+    pub(crate) ns: String,
+}
+
+impl LoopbackNs {
+    pub(crate) fn create(tag: &str) -> Result<LoopbackNs> {
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let ns = format!("{PREFIX}{}-{seq}-{}-l", std::process::id(), sanitize(tag));
+        run(Command::new("ip").args(["netns", "add", &ns]))?;
+        let made = LoopbackNs { ns };
+        run(Command::new("ip").args(["-n", &made.ns, "link", "set", "lo", "up"]))?;
+        Ok(made)
+    }
+
+    /// `cmd` run inside the namespace (wrap for a cgroup after this, see [`NetPair::exec`]).
+    pub(crate) fn wrap(&self, cmd: Command) -> Command {
+        prefix_command("ip", ["netns", "exec", self.ns.as_str()], &cmd)
+    }
+}
+
+impl Drop for LoopbackNs {
+    fn drop(&mut self) {
+        delete_netns(&self.ns);
+    }
+}
+
+/// Bytes received so far on the loopback interface of the network namespace process `pid` is
+/// in (`/proc/PID/net/dev`).
+pub(crate) fn loopback_rx_bytes(pid: u32) -> Result<u64> {
+    let path = format!("/proc/{pid}/net/dev");
+    let text = fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix("lo:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .with_context(|| format!("no loopback counters in {path}"))
+}
+
 /// Kill what still runs in `ns` (so the namespace really goes away rather than lingering,
 /// anonymous, until those processes end) and delete it. Errors are ignored: this runs in `Drop`.
 fn delete_netns(ns: &str) {
