@@ -78,6 +78,15 @@ const PROBES: usize = 30;
 
 /// Probe the round-trip time of `net` and, with `iperf3_mb`, its goodput with iperf3.
 pub(crate) fn check(net: &NetPair, name: &str, iperf3_mb: Option<u64>) -> Result<LinkCheck> {
+    Ok(check_raw(net, name, iperf3_mb)?.0)
+}
+
+/// [`check`], also returning every probe's round trip in ms (the raw data behind the median).
+pub(crate) fn check_raw(
+    net: &NetPair,
+    name: &str,
+    iperf3_mb: Option<u64>,
+) -> Result<(LinkCheck, Vec<f64>)> {
     let rtts: Vec<f64> = rtt::round_trips(net, PROBES)?
         .iter()
         .map(|d| d.as_secs_f64() * 1e3)
@@ -98,7 +107,7 @@ pub(crate) fn check(net: &NetPair, name: &str, iperf3_mb: Option<u64>) -> Result
         }
         _ => None,
     };
-    Ok(LinkCheck {
+    let check = LinkCheck {
         condition: name.into(),
         rate_mbit: net.link.rate_mbit,
         rtt_ms: net.link.rtt_ms(),
@@ -111,7 +120,8 @@ pub(crate) fn check(net: &NetPair, name: &str, iperf3_mb: Option<u64>) -> Result
         tcp_rmem: sysctl(net, Side::Server, "net/ipv4/tcp_rmem"),
         tcp_wmem: sysctl(net, Side::Client, "net/ipv4/tcp_wmem"),
         line_overflow: 0,
-    })
+    };
+    Ok((check, rtts))
 }
 
 /// A sysctl as the namespace of `side` sees it, whitespace collapsed; empty if unreadable.

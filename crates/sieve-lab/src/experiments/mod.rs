@@ -6,6 +6,7 @@ mod batches;
 mod capacity;
 mod channels;
 mod cpu_p;
+mod delay;
 mod f5_1;
 mod f5_12;
 mod f5_13;
@@ -172,6 +173,11 @@ pub(crate) fn all() -> Vec<Experiment> {
             "PARALLEL",
             "Parallel protection: speed-up with N = 1, 2, 4 channels on 2 cores, with and without AES instructions",
             parallel::run
+        ),
+        single!(
+            "DELAY",
+            "The userspace delay line: round trip against its setting and goodput (iperf3)",
+            delay::run
         ),
         single!(
             "WAN",
