@@ -342,6 +342,7 @@ pub(crate) fn render(rows: &[Row], speeds: &[Speed], dir: &Path) -> Result<Repor
          |---|---|---|---|---|---|---|---|---|\n",
     );
     let mut goals = Vec::new();
+    let mut goal_ratios: Vec<f64> = Vec::new();
     let mut unsaturated = 0;
     for m in &masks {
         for &mb in &sizes {
@@ -389,6 +390,7 @@ pub(crate) fn render(rows: &[Row], speeds: &[Speed], dir: &Path) -> Result<Repor
                         } else {
                             "within the noise of the goal"
                         };
+                        goal_ratios.push(ratio.point);
                         goals.push(json!({
                             "mask": m.name,
                             "mb": mb,
@@ -409,6 +411,9 @@ pub(crate) fn render(rows: &[Row], speeds: &[Speed], dir: &Path) -> Result<Repor
          0.\n",
     );
     let met = goals.iter().filter(|g| g["verdict"] == "met").count();
+    let known: Vec<f64> = goal_ratios.into_iter().filter(|r| r.is_finite()).collect();
+    let ratio_lo = known.iter().copied().reduce(f64::min);
+    let ratio_hi = known.iter().copied().reduce(f64::max);
     let body = fill(
         "capacity.md",
         include_str!("capacity.md"),
@@ -426,6 +431,8 @@ pub(crate) fn render(rows: &[Row], speeds: &[Speed], dir: &Path) -> Result<Repor
             "goals": goals,
             "goal": GOAL,
             "met": met,
+            "ratio_lo": ratio_lo.map(|r| format!("{r:.2}")),
+            "ratio_hi": ratio_hi.map(|r| format!("{r:.2}")),
             "unsaturated": unsaturated,
             "cells": findings.len() * 2,
             "masks": masks.iter().map(|m| m.name).collect::<Vec<_>>().join(", "),
@@ -481,9 +488,11 @@ mod tests {
         assert!(good.body.contains("2.50"), "{}", good.body);
         assert!(good.body.contains("**met**"), "{}", good.body);
         assert!(good.body.contains("saturated in every"), "{}", good.body);
+        assert!(good.body.contains("ratios is 2.50"), "{}", good.body);
         let poor = render(&rows(0.9, 0.5), &[], dir.path()).unwrap();
         assert!(poor.body.contains("missed"), "{}", poor.body);
         assert!(!poor.body.contains("saturated in every"), "{}", poor.body);
+        assert!(!poor.body.contains("ratios is 2.50"), "{}", poor.body);
         assert!(dir.path().join("capacity_no-aes.svg").is_file());
         assert_ne!(good.findings, poor.findings);
     }

@@ -217,6 +217,7 @@ pub(crate) fn render(rows: &[Row], speeds: &[Speed], dir: &Path) -> Result<Repor
         "| mask | system | N | response (ms) | speed-up over N = 1 | cores busy (both ends) | \
          sieve against secure-only |\n|---|---|---|---|---|---|---|\n",
     );
+    let mut ones: Vec<f64> = Vec::new();
     let mut sections = Vec::new();
     for m in &masks {
         let mut per_mode = Vec::new();
@@ -250,6 +251,7 @@ pub(crate) fn render(rows: &[Row], speeds: &[Speed], dir: &Path) -> Result<Repor
                 }
             }
             let one = median(rows, m.name, mode, 1, Row::cores);
+            ones.push(one.point);
             let full_from = ns
                 .iter()
                 .copied()
@@ -303,6 +305,9 @@ pub(crate) fn render(rows: &[Row], speeds: &[Speed], dir: &Path) -> Result<Repor
             "speeds": speeds_table(speeds),
             "sections": sections,
             "full_pct": format!("{:.0}", FULL * 100.0),
+            "one_lo": ones.iter().copied().filter(|c| c.is_finite()).reduce(f64::min).map(|c| format!("{c:.2}")),
+            "one_hi": ones.iter().copied().filter(|c| c.is_finite()).reduce(f64::max).map(|c| format!("{c:.2}")),
+            "one_near_two": ones.iter().any(|&c| c >= 2.0 * FULL),
             "load": Estimate::median_of(&rows.iter().map(|r| r.load1).collect::<Vec<_>>()).num(1),
         }),
     )?;
@@ -363,6 +368,11 @@ mod tests {
         let flat = render(&rows(|_, _| 1.0), &[], dir.path()).unwrap();
         assert!(flat.body.contains("never full"), "{}", flat.body);
         assert!(flat.body.contains("ties with"), "{}", flat.body);
+        assert!(
+            flat.body.contains("In this run one channel kept"),
+            "{}",
+            flat.body
+        );
         assert!(dir.path().join("parallel_sieve.svg").is_file());
         assert_ne!(scaling.findings, flat.findings);
     }
