@@ -161,10 +161,13 @@ fn forward(from: &Tun, to: &Tun, spec: LineSpec, stop: &AtomicBool, counts: &Mut
     let mut q: DelayQueue<Vec<u8>> = DelayQueue::new(spec);
     let mut buf = vec![0u8; MAX_PACKET];
     let mut write_failures = 0u64;
+    let mut waking = Waking::default();
     while !stop.load(Ordering::Relaxed) {
-        let wait = q
-            .next_due()
-            .map_or(TICK, |due| Duration::from_nanos(due.saturating_sub(now())))
+        // Aim the wait at the first due time less how late timed waits have been waking here, so
+        // that the packet is not held for the wake-up latency on top of its delay.
+        let target = q.next_due().map(|due| due.saturating_sub(waking.lead()));
+        let wait = target
+            .map_or(TICK, |t| Duration::from_nanos(t.saturating_sub(now())))
             .min(TICK);
         if !wait.is_zero() {
             let ts = Timespec {
@@ -173,6 +176,12 @@ fn forward(from: &Tun, to: &Tun, spec: LineSpec, stop: &AtomicBool, counts: &Mut
             };
             let mut fds = [PollFd::new(&from.file, PollFlags::IN)];
             match poll(&mut fds, Some(&ts)) {
+                // A timed wait that ran out: how late it woke teaches the next ones.
+                Ok(0) => {
+                    if let Some(t) = target.filter(|_| wait < TICK) {
+                        waking.observe(now().saturating_sub(t));
+                    }
+                }
                 Ok(_) | Err(Errno::INTR) => {}
                 Err(e) => {
                     tracing::warn!("delay line: poll failed ({e}); stopping this direction");
@@ -194,6 +203,16 @@ fn forward(from: &Tun, to: &Tun, spec: LineSpec, stop: &AtomicBool, counts: &Mut
                 Err(_) => break,
             }
         }
+        // Woken early on purpose: wait out the last stretch (at most the learned lead) on the CPU
+        // rather than sleep again, so that no packet leaves before its due time and none waits
+        // for another wake-up.
+        if let Some(due) = q.next_due() {
+            if due.saturating_sub(now()) <= waking.lead() {
+                while now() < due {
+                    std::hint::spin_loop();
+                }
+            }
+        }
         let t = now();
         while let Some(p) = q.pop_due(t) {
             loop {
@@ -213,5 +232,53 @@ fn forward(from: &Tun, to: &Tun, spec: LineSpec, stop: &AtomicBool, counts: &Mut
             *c = q.counts();
             c.overflow += write_failures;
         }
+    }
+}
+
+/// How late timed waits wake in this thread: a moving average of the overshoot of each wait
+/// that ran out, which the forwarder subtracts from its next wait (and spins through the rest).
+/// Capped, so that a stall of the machine cannot turn into a long spin.
+#[derive(Debug, Default)]
+struct Waking {
+    /// Average overshoot in ns, times 8 (an exponential average with weight 1/8).
+    avg8: u64,
+}
+
+/// The most the forwarder wakes early (and so the longest it spins per wake).
+const MAX_LEAD: Nanos = 200_000;
+
+impl Waking {
+    fn observe(&mut self, late: Nanos) {
+        let late = late.min(MAX_LEAD);
+        self.avg8 = self.avg8 - self.avg8 / 8 + late;
+    }
+
+    fn lead(&self) -> Nanos {
+        (self.avg8 / 8).min(MAX_LEAD)
+    }
+}
+
+#[cfg(test)]
+mod waking_tests {
+    use super::*;
+
+    /// The lead follows the observed lateness, and never exceeds its cap however late a wait
+    /// woke.
+    #[test]
+    fn the_lead_learns_the_lateness_and_stays_capped() {
+        let mut w = Waking::default();
+        assert_eq!(w.lead(), 0);
+        for _ in 0..100 {
+            w.observe(60_000);
+        }
+        assert!((55_000..=60_000).contains(&w.lead()), "{}", w.lead());
+        for _ in 0..100 {
+            w.observe(10_000_000);
+        }
+        assert_eq!(w.lead(), MAX_LEAD);
+        for _ in 0..200 {
+            w.observe(0);
+        }
+        assert!(w.lead() < 1_000, "{}", w.lead());
     }
 }
