@@ -26,6 +26,14 @@ pub enum LabCommand {
         #[arg(long, default_value = "results")]
         out: PathBuf,
     },
+    /// Print the speeds of the TLS suites and of the cleartext MAC on one core of this process,
+    /// as JSON. The lab runs it under each `OPENSSL_ia32cap` mask it emulates.
+    #[command(hide = true)]
+    Speeds {
+        /// Measure over 32 MiB instead of 256 MiB.
+        #[arg(long)]
+        quick: bool,
+    },
     /// Rewrite <OUT>/README.md, the one-page summary, from the findings.csv of every folder
     /// present in <OUT> (done at the end of every `run`; useful after copying in results of
     /// single experiments).
@@ -42,6 +50,10 @@ pub fn run(args: &Args) -> Result<bool> {
             for e in sieve_lab::list() {
                 println!("{:<16} {}", e.id, e.title);
             }
+            Ok(true)
+        }
+        LabCommand::Speeds { quick } => {
+            println!("{}", sieve_lab::speeds_json(*quick)?);
             Ok(true)
         }
         LabCommand::Summary { out } => {

@@ -6,7 +6,7 @@
 //! thesis's.
 //!
 //! Its only user is the `sieve lab` command, so the public surface is what that command calls:
-//! [`list`], [`run`] and [`write_summary`]; everything else is the crate's own.
+//! [`list`], [`run`], [`write_summary`] and [`speeds_json`]; everything else is the crate's own.
 
 // Unsafe only where a system call has no safe wrapper (`wait4`, in `child`), allowed there.
 #![deny(unsafe_code)]
@@ -59,6 +59,13 @@ pub fn run(
     sieve: PathBuf,
 ) -> Result<Vec<(String, Result<Vec<String>>)>> {
     runner::run(ids, quick, out, sieve)
+}
+
+/// The speeds of the TLS suites and of the cleartext MAC on one core of this process, as JSON
+/// (`[["TLS 1.3 AES-128-GCM", 4.1], …]`, GB/s). The lab runs this in a child process under each
+/// `OPENSSL_ia32cap` mask it emulates, since the mask is read once when a process starts.
+pub fn speeds_json(quick: bool) -> Result<String> {
+    Ok(serde_json::to_string(&machine::measure_speeds(quick))?)
 }
 
 /// Rewrite `out/README.md`, the one-page summary, from the results present in `out`.

@@ -163,6 +163,14 @@ impl Receiver {
     pub(crate) fn cpu_ms(&self) -> f64 {
         proc_cpu_ms(self.child.id())
     }
+
+    /// Bytes received so far on the loopback interface of the receiver's network namespace:
+    /// in a namespace of its own ([`crate::scenario::LoopbackNs`]) that is what its senders
+    /// sent it (plus the acknowledgements going back, a fraction of a per cent), counted as it
+    /// arrives rather than per finished session.
+    pub(crate) fn loopback_rx_bytes(&self) -> Result<u64> {
+        crate::scenario::loopback_rx_bytes(self.child.id())
+    }
 }
 
 /// CPU time of a running process in ms (see [`sieve_transport::cpu::cpu_time`]).
@@ -234,14 +242,8 @@ pub(crate) struct Session {
 }
 
 impl SendOptions {
-    /// Run one transfer of `files` to `to` and return its measurements.
-    pub(crate) fn run(
-        &self,
-        tools: &Tools,
-        to: SocketAddr,
-        files: &[PathBuf],
-        wrap: Wrap<'_>,
-    ) -> Result<Session> {
+    /// The `sieve send --json` command of one transfer of `files` to `to` (stdio not set).
+    pub(crate) fn command(&self, tools: &Tools, to: SocketAddr, files: &[PathBuf]) -> Command {
         let mut cmd = Command::new(&tools.sieve);
         cmd.arg("send")
             .args(["--to", &to.to_string(), "--server-name", "localhost"])
@@ -272,6 +274,18 @@ impl SendOptions {
             cmd.arg("--ranges").arg(r);
         }
         cmd.args(files);
+        cmd
+    }
+
+    /// Run one transfer of `files` to `to` and return its measurements.
+    pub(crate) fn run(
+        &self,
+        tools: &Tools,
+        to: SocketAddr,
+        files: &[PathBuf],
+        wrap: Wrap<'_>,
+    ) -> Result<Session> {
+        let cmd = self.command(tools, to, files);
         let mut cmd = wrap(cmd);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())

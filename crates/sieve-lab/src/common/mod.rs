@@ -7,6 +7,7 @@ pub(crate) mod curves;
 pub(crate) mod estimate;
 pub(crate) mod figures;
 pub(crate) mod links;
+pub(crate) mod masks;
 pub(crate) mod record;
 pub(crate) mod report;
 pub(crate) mod split_timing;

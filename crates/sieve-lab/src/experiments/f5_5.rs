@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::common::curves::{describe, Along, Curve};
-use crate::common::links::{emulated, over_link, points, Condition};
+use crate::common::links::{emulated, over_link, points, write_checks, Condition};
 use crate::common::record::{same, write_csv, Mode, Record};
 use crate::common::report::{fill, Report};
 use crate::common::{distinct, rounds_of, sample, Ctx, Metric, ROUNDS};
@@ -65,13 +65,15 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
     let pair = (&SendOptions::secure_only(), &SendOptions::default());
     let rounds = ctx.reps(ROUNDS);
     let mut recs = Vec::new();
+    let mut checks = Vec::new();
     for c in &conds {
         let pts = points(ctx, c, &[1], ps, pair, (rounds, rounds))?;
-        recs.extend(over_link(ctx, c, &pts)?);
+        recs.extend(over_link(ctx, c, &pts, &mut checks)?);
     }
     write_csv(&dir.join("data.csv"), &recs)?;
+    write_checks(dir, &checks)?;
     let mut report = render(&recs, &ctx.machine, dir)?;
-    report.emulated = emulated(&conds);
+    report.emulated = emulated(&conds, &checks);
     Ok(report)
 }
 
@@ -135,6 +137,7 @@ pub(crate) fn render(recs: &[Record], machine: &Machine, dir: &Path) -> Result<R
             "encrypt_ms": format!("{encrypt_ms:.2}"),
             "wire_ms": format!("{wire_ms:.0}"),
             "wifi_mbit": format!("{}", WIFI.rate_mbit),
+            "wifi_rtt_ms": format!("{}", WIFI.rtt_ms()),
         }),
     )?;
     Ok(Report {

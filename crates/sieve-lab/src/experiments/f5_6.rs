@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::common::curves::{describe, Along, Curve};
-use crate::common::links::{emulated, over_link, points, Condition};
+use crate::common::links::{emulated, over_link, points, write_checks, Condition};
 use crate::common::record::{write_csv, Record};
 use crate::common::report::{fill, Report};
 use crate::common::{distinct, rounds_of, Ctx, Metric, ROUNDS};
@@ -64,13 +64,15 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
     let pair = (&SendOptions::secure_only(), &SendOptions::default());
     let rounds = (ctx.reps(ROUNDS), ctx.reps(ROUNDS_SLOW));
     let mut recs = Vec::new();
+    let mut checks = Vec::new();
     for c in &conds {
         let pts = points(ctx, c, xs, &[0.1], pair, rounds)?;
-        recs.extend(over_link(ctx, c, &pts)?);
+        recs.extend(over_link(ctx, c, &pts, &mut checks)?);
     }
     write_csv(&dir.join("data.csv"), &recs)?;
+    write_checks(dir, &checks)?;
     let mut report = render(&recs, &ctx.machine, dir)?;
-    report.emulated = emulated(&conds);
+    report.emulated = emulated(&conds, &checks);
     Ok(report)
 }
 

@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::common::curves::{describe, Along, Curve};
-use crate::common::links::{emulated, over_link, points, Condition};
+use crate::common::links::{emulated, over_link, points, write_checks, Condition};
 use crate::common::record::{write_csv, Record};
 use crate::common::report::{fill, Report};
 use crate::common::{distinct, rounds_of, Ctx, Metric, ROUNDS};
@@ -39,21 +39,23 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
     };
     let (so, sv) = (SendOptions::secure_only(), SendOptions::default());
     let mut recs = Vec::new();
+    let mut checks = Vec::new();
     let pts = points(ctx, &plain, &[1], ps, (&so, &sv), (rounds, rounds))?;
-    recs.extend(over_link(ctx, &plain, &pts)?);
+    recs.extend(over_link(ctx, &plain, &pts, &mut checks)?);
     let ap = |o: SendOptions| SendOptions {
         processing_ms_per_mb: AP_MS_PER_MB,
         ..o
     };
     let (so, sv) = (ap(so), ap(sv));
     let pts = points(ctx, &with_ap, &[1], ps, (&so, &sv), (rounds, rounds))?;
-    recs.extend(over_link(ctx, &with_ap, &pts)?);
+    recs.extend(over_link(ctx, &with_ap, &pts, &mut checks)?);
     write_csv(&dir.join("data.csv"), &recs)?;
+    write_checks(dir, &checks)?;
     let mut report = render(&recs, dir)?;
     report.emulated = format!(
         "{} Additional processing: the sender sleeps {AP_MS_PER_MB} ms per MB of classified \
          data in the wifi+AP rows.",
-        emulated(&[plain])
+        emulated(&[plain, with_ap], &checks)
     );
     Ok(report)
 }

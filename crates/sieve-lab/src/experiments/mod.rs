@@ -3,8 +3,10 @@
 //! (`<name>.md`). This file only lists them; what they share is in [`crate::common`].
 
 mod batches;
+mod capacity;
 mod channels;
 mod cpu_p;
+mod delay;
 mod f5_1;
 mod f5_12;
 mod f5_13;
@@ -15,9 +17,12 @@ mod f5_5;
 mod f5_6;
 mod f5_7;
 mod icpe_f7;
+mod noaes;
+mod parallel;
 mod peers;
 mod t5_3;
 mod tb;
+mod wan;
 
 use std::path::Path;
 
@@ -153,6 +158,31 @@ pub(crate) fn all() -> Vec<Experiment> {
             "PEERS",
             "Today's tools side by side: socat, socat+OpenSSL, scp, iperf3",
             peers::run
+        ),
+        single!(
+            "NOAES",
+            "Devices without AES instructions (OPENSSL_ia32cap masks): F5.1 and F5.2 per suite",
+            noaes::run
+        ),
+        single!(
+            "CAPACITY",
+            "Receiver capacity on a fraction of one core, 8-32 senders, sieve vs secure-only",
+            capacity::run
+        ),
+        single!(
+            "PARALLEL",
+            "Parallel protection: speed-up with N = 1, 2, 4 channels on 2 cores, with and without AES instructions",
+            parallel::run
+        ),
+        single!(
+            "DELAY",
+            "The userspace delay line: round trip against its setting and goodput (iperf3)",
+            delay::run
+        ),
+        single!(
+            "WAN",
+            "Several channels over 20-100 ms round trips at 100 and 1000 Mbit/s (N = M = 1..8)",
+            wan::run
         ),
     ]
 }

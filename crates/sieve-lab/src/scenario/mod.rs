@@ -6,9 +6,12 @@
 //! emulate each factor with what Linux gives root:
 //!
 //! - **Links** ([`NetPair`]): two network namespaces joined by a veth pair, the rate limited in
-//!   *both* directions by a token-bucket qdisc (`tbf`) on each end, with an optional propagation
-//!   delay (`netem`) under it. Traffic between the namespaces never leaves the machine and never
-//!   touches the host's own interfaces.
+//!   *both* directions by a token-bucket qdisc (`tbf`) on each end, with the propagation delay
+//!   (`netem`) under it. Where the kernel has no `netem` and the link has a delay, the namespaces
+//!   are joined instead by a userspace delay line ([`delay_line`]): a TUN interface in each and
+//!   two threads of the lab that hold every packet for the delay and serialize it at the rate.
+//!   [`NetPair::delay_by`] says which was used. Traffic between the namespaces never leaves the
+//!   machine and never touches the host's own interfaces.
 //! - **Slow client** ([`CpuLimit`]): a cgroup with a CPU bandwidth quota (cgroup v2 `cpu.max`, or
 //!   the v1 `cpu` controller's CFS quota on hybrid hosts such as this one), into which the sender is
 //!   started.
@@ -34,6 +37,13 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use rustix::process::{kill_process, Pid, Signal};
 
+pub(crate) mod delay_line;
+pub(crate) mod inside;
+pub(crate) mod rtt;
+
+use delay_line::queue::LineSpec;
+use delay_line::{DelayLine, End, QUEUE_LIMIT};
+
 /// Prefix of every namespace and cgroup this module creates; [`cleanup_stale`] relies on it.
 const PREFIX: &str = "sieve-lab-";
 
@@ -55,6 +65,25 @@ pub(crate) struct LinkSpec {
     pub(crate) rate_mbit: f64,
     /// One-way delay in milliseconds, applied in each direction (so the round trip is twice this).
     pub(crate) delay_ms: f64,
+    /// Probability that a packet is lost, in each direction (0 for none).
+    pub(crate) loss: f64,
+}
+
+impl LinkSpec {
+    /// A link of `rate_mbit` and a round-trip time of `rtt_ms` (half each way), without loss.
+    pub(crate) fn with_rtt(name: &'static str, rate_mbit: f64, rtt_ms: f64) -> LinkSpec {
+        LinkSpec {
+            name,
+            rate_mbit,
+            delay_ms: rtt_ms / 2.0,
+            loss: 0.0,
+        }
+    }
+
+    /// The nominal round-trip time, in ms.
+    pub(crate) fn rtt_ms(&self) -> f64 {
+        2.0 * self.delay_ms
+    }
 }
 
 /// The thesis's "wired" link: switched 100 Mbit/s Ethernet on one LAN. The 0.2 ms one-way delay is
@@ -66,20 +95,50 @@ pub(crate) const WIRED: LinkSpec = LinkSpec {
     name: "wired",
     rate_mbit: 100.0,
     delay_ms: 0.2,
+    loss: 0.0,
 };
 
-/// The thesis's "Wi-Fi" link at the nominal 802.11g rate it names (54 Mbit/s), with 2 ms one-way
-/// delay for the shared medium's access latency.
+/// The thesis's "Wi-Fi" link at the nominal 802.11g rate it names (54 Mbit/s), with the round
+/// trip of a Wi-Fi hop: 3 ms, the median WiFi latency (ping between the access point's wired side
+/// and the device) that Sui et al. measured over more than 47,000 devices on a campus network
+/// ("Characterizing and Improving WiFi Latency in Large-Scale Operational Networks", MobiSys
+/// 2016; their 90th percentile was about 20 ms).
 ///
 /// Real 802.11g delivers only about 20-25 Mbit/s of TCP goodput (half-duplex medium, per-frame
 /// preamble, ACKs and backoff). We keep the nominal rate because that is the factor Table 5.1
 /// varies and because the thesis's own Wi-Fi figures are dominated by its slow handshake rather
-/// than by the rate;
+/// than by the rate.
 pub(crate) const WIFI: LinkSpec = LinkSpec {
     name: "wifi",
     rate_mbit: 54.0,
-    delay_ms: 2.0,
+    delay_ms: 1.5,
+    loss: 0.0,
 };
+
+/// How a [`NetPair`]'s link gets its delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub(crate) enum DelayBy {
+    /// The kernel's `netem` qdisc, under `tbf` for the rate, on a veth pair.
+    Netem,
+    /// The userspace delay line between two TUN interfaces, which also applies the rate.
+    Line,
+    /// No delay: the link has none (veth and `tbf` only).
+    Nothing,
+}
+
+impl DelayBy {
+    /// How the report names it.
+    pub(crate) fn words(self) -> &'static str {
+        match self {
+            DelayBy::Netem => "the kernel's netem (rate by tbf, on a veth pair)",
+            DelayBy::Line => {
+                "the lab's userspace delay line (a TUN interface in each namespace; rate, delay \
+                 and loss applied by the forwarder, as mahimahi's mm-link does)"
+            }
+            DelayBy::Nothing => "no delay (rate by tbf, on a veth pair)",
+        }
+    }
+}
 
 /// Which end of a [`NetPair`]: the client runs the sender, the server runs the receiver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,10 +165,10 @@ pub(crate) struct NetPair {
     pub(crate) server_ip: Ipv4Addr,
     /// The link this pair emulates.
     pub(crate) link: LinkSpec,
-    /// Whether the delay of `link` is in force. The rate always is; the delay needs the kernel's
-    /// `netem` qdisc (`CONFIG_NET_SCH_NETEM`), which some kernels (this machine's included) lack.
-    /// Reports should say so when it is `false`.
-    pub(crate) delay_emulated: bool,
+    /// How the delay of `link` is applied.
+    pub(crate) delay_by: DelayBy,
+    /// The delay line, when [`DelayBy::Line`]; stopped before the namespaces are removed.
+    line: Option<DelayLine>,
 }
 
 impl NetPair {
@@ -118,12 +177,36 @@ impl NetPair {
     ///
     /// `tag` only makes names readable (`sieve-lab-<pid>-<seq>-<tag>-c`); any characters other
     /// than ASCII letters, digits and `_` are dropped.
+    /// The delay is applied by `netem` where the kernel has it, else by the userspace delay line
+    /// (see [`DelayBy`]); a link without delay or loss is a veth pair with `tbf`.
     pub(crate) fn create(tag: &str, link: &LinkSpec) -> Result<NetPair> {
+        let by = if link.delay_ms == 0.0 && link.loss == 0.0 {
+            DelayBy::Nothing
+        } else if netem_available() {
+            DelayBy::Netem
+        } else {
+            DelayBy::Line
+        };
+        NetPair::create_by(tag, link, by)
+    }
+
+    /// [`NetPair::create`] with the delay applied by `by`, whatever the kernel has (for tests
+    /// and measurements of the delay line itself).
+    pub(crate) fn create_by(tag: &str, link: &LinkSpec, by: DelayBy) -> Result<NetPair> {
         if !(link.rate_mbit.is_finite() && link.rate_mbit > 0.0) {
             bail!("link {}: rate must be positive", link.name);
         }
         if !(link.delay_ms.is_finite() && link.delay_ms >= 0.0) {
             bail!("link {}: delay must be zero or positive", link.name);
+        }
+        if !(0.0..1.0).contains(&link.loss) {
+            bail!("link {}: loss must be in [0, 1)", link.name);
+        }
+        if by == DelayBy::Nothing && (link.delay_ms > 0.0 || link.loss > 0.0) {
+            bail!(
+                "link {}: a delay or a loss needs netem or the delay line",
+                link.name
+            );
         }
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let base = format!("{PREFIX}{}-{seq}-{}", std::process::id(), sanitize(tag));
@@ -136,7 +219,8 @@ impl NetPair {
             client_ip: Ipv4Addr::new(10, 77, subnet, 1),
             server_ip: Ipv4Addr::new(10, 77, subnet, 2),
             link: *link,
-            delay_emulated: false,
+            delay_by: by,
+            line: None,
         };
         pair.set_up()
             .with_context(|| format!("cannot create the {} link {base}", link.name))?;
@@ -146,6 +230,22 @@ impl NetPair {
     fn set_up(&mut self) -> Result<()> {
         run(Command::new("ip").args(["netns", "add", &self.client_ns]))?;
         run(Command::new("ip").args(["netns", "add", &self.server_ns]))?;
+        if self.delay_by == DelayBy::Line {
+            let spec = LineSpec {
+                delay_ns: (self.link.delay_ms * 1e6).round() as u64,
+                rate_bps: Some(self.link.rate_mbit * 1e6),
+                loss: self.link.loss,
+                queue_limit_ns: QUEUE_LIMIT.as_nanos() as u64,
+                seed: u64::from(std::process::id()),
+            };
+            let end = |ns, dev, ip| End { ns, dev, ip };
+            self.line = Some(DelayLine::start(
+                end(&self.client_ns, CLIENT_IF, self.client_ip),
+                end(&self.server_ns, SERVER_IF, self.server_ip),
+                spec,
+            )?);
+            return Ok(());
+        }
         // Both ends are created directly inside their namespaces, never in the host's.
         run(Command::new("ip").args([
             "link",
@@ -171,22 +271,18 @@ impl NetPair {
             run(Command::new("ip").args(["-n", ns, "link", "set", "lo", "up"]))?;
             run(Command::new("ip").args(["-n", ns, "link", "set", dev, "up"]))?;
         }
-        let mut delays = 0;
         for (ns, dev, _) in &ends {
             shape(ns, dev, &self.link)?;
-            if self.link.delay_ms > 0.0 {
-                match add_delay(ns, dev, self.link.delay_ms) {
-                    Ok(()) => delays += 1,
-                    Err(e) => tracing::warn!(
-                        "{}: delay of {} ms not emulated ({e:#}); the rate still is",
-                        self.link.name,
-                        self.link.delay_ms
-                    ),
-                }
+            if self.delay_by == DelayBy::Netem {
+                add_delay(ns, dev, self.link.delay_ms, self.link.loss)?;
             }
         }
-        self.delay_emulated = self.link.delay_ms > 0.0 && delays == ends.len();
         Ok(())
+    }
+
+    /// What the delay line did so far (client to server, server to client), if there is one.
+    pub(crate) fn line_counts(&self) -> Option<[delay_line::queue::Counts; 2]> {
+        self.line.as_ref().map(DelayLine::counts)
     }
 
     /// The namespace of one side.
@@ -226,10 +322,53 @@ impl NetPair {
 
 impl Drop for NetPair {
     fn drop(&mut self) {
+        // The forwarder first: its threads stop and its TUN interfaces go with their descriptors.
+        drop(self.line.take());
         for ns in [&self.client_ns, &self.server_ns] {
             delete_netns(ns);
         }
     }
+}
+
+/// A network namespace of its own with only its loopback interface: the same path as the
+/// host's loopback, but whose traffic counters (`/proc/PID/net/dev` of a process inside) count
+/// this experiment's bytes alone. Removed, with what runs inside, on drop.
+#[derive(Debug)]
+pub(crate) struct LoopbackNs {
+    pub(crate) ns: String,
+}
+
+impl LoopbackNs {
+    pub(crate) fn create(tag: &str) -> Result<LoopbackNs> {
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let ns = format!("{PREFIX}{}-{seq}-{}-l", std::process::id(), sanitize(tag));
+        run(Command::new("ip").args(["netns", "add", &ns]))?;
+        let made = LoopbackNs { ns };
+        run(Command::new("ip").args(["-n", &made.ns, "link", "set", "lo", "up"]))?;
+        Ok(made)
+    }
+
+    /// `cmd` run inside the namespace (wrap for a cgroup after this, see [`NetPair::exec`]).
+    pub(crate) fn wrap(&self, cmd: Command) -> Command {
+        prefix_command("ip", ["netns", "exec", self.ns.as_str()], &cmd)
+    }
+}
+
+impl Drop for LoopbackNs {
+    fn drop(&mut self) {
+        delete_netns(&self.ns);
+    }
+}
+
+/// Bytes received so far on the loopback interface of the network namespace process `pid` is
+/// in (`/proc/PID/net/dev`).
+pub(crate) fn loopback_rx_bytes(pid: u32) -> Result<u64> {
+    let path = format!("/proc/{pid}/net/dev");
+    let text = fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix("lo:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .with_context(|| format!("no loopback counters in {path}"))
 }
 
 /// Kill what still runs in `ns` (so the namespace really goes away rather than lingering,
@@ -288,14 +427,15 @@ fn shape(ns: &str, dev: &str, link: &LinkSpec) -> Result<()> {
     .map(drop)
 }
 
-/// Put a `netem` delay under the token bucket (as its child qdisc), so packets are first delayed
-/// and then paced. Fails on kernels without netem; the caller carries on without the delay.
+/// Put a `netem` delay (and loss) under the token bucket (as its child qdisc), so packets are
+/// first delayed and then paced. Fails on kernels without netem.
 ///
-/// This is the one place where a link gets its delay ([`NetPair::set_up`] calls it per end after
-/// [`shape`]); a userspace delay line for kernels without netem belongs here too.
-fn add_delay(ns: &str, dev: &str, delay_ms: f64) -> Result<()> {
+/// One of the two places a link gets its delay ([`NetPair::set_up`] calls it per end after
+/// [`shape`]); the other is the userspace delay line, for kernels without netem.
+fn add_delay(ns: &str, dev: &str, delay_ms: f64, loss: f64) -> Result<()> {
     let us = (delay_ms * 1000.0).round() as u64;
-    run(Command::new("ip").args([
+    let mut cmd = Command::new("ip");
+    cmd.args([
         "netns",
         "exec",
         ns,
@@ -313,8 +453,11 @@ fn add_delay(ns: &str, dev: &str, delay_ms: f64) -> Result<()> {
         &format!("{us}us"),
         "limit",
         "100000",
-    ]))
-    .map(drop)
+    ]);
+    if loss > 0.0 {
+        cmd.args(["loss", &format!("{}%", loss * 100.0)]);
+    }
+    run(&mut cmd).map(drop)
 }
 
 /// Whether we run as root and can create network namespaces, veth pairs and `tbf` qdiscs, i.e.
@@ -348,14 +491,26 @@ pub(crate) fn check_root() -> Result<(), String> {
         ]))?;
         shape(&ns, "sv-a", &WIRED)
     };
-    let result = probe();
+    let mut result = probe();
+    // Without netem, delayed links need the delay line and so a TUN interface.
+    if result.is_ok() && !netem_available() {
+        result = inside::in_netns(&ns, || {
+            delay_line::tun::Tun::create("sv-probe", true).map(drop)
+        });
+    }
     delete_netns(&ns);
     result.map_err(|e| format!("cannot create a shaped link between namespaces: {e:#}"))
 }
 
-/// Whether the kernel has `netem`, i.e. whether [`NetPair`] can add the link's delay (it always
-/// applies the rate). Probes in a throwaway namespace; `false` also when not root.
+/// Whether the kernel has `netem`, i.e. whether [`NetPair`] delays links with it rather than
+/// with the delay line. Probed once per process in a throwaway namespace; `false` also when not
+/// root.
 pub(crate) fn netem_available() -> bool {
+    static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAILABLE.get_or_init(probe_netem)
+}
+
+fn probe_netem() -> bool {
     if !is_root() {
         return false;
     }
@@ -370,7 +525,7 @@ pub(crate) fn netem_available() -> bool {
             "-n", &ns, "link", "add", "sv-a", "type", "veth", "peer", "name", "sv-b",
         ]))?;
         shape(&ns, "sv-a", &WIRED)?;
-        add_delay(&ns, "sv-a", 1.0)
+        add_delay(&ns, "sv-a", 1.0, 0.0)
     };
     let ok = probe().is_ok();
     delete_netns(&ns);
@@ -417,6 +572,9 @@ pub(crate) struct CpuLimit {
     /// The cgroup directory, e.g. `/sys/fs/cgroup/sieve-lab-<pid>-<seq>-<tag>` (v2) or
     /// `/sys/fs/cgroup/cpu/sieve-lab-…` (v1).
     pub(crate) dir: PathBuf,
+    /// The v1 `cpuset` group that pins the processes to some CPUs, when pinned on a v1 host (on
+    /// v2 the pinning is in `dir` itself).
+    cpuset_dir: Option<PathBuf>,
 }
 
 impl CpuLimit {
@@ -436,7 +594,10 @@ impl CpuLimit {
         let dir = root.join(name);
         fs::create_dir(&dir).with_context(|| format!("cannot create cgroup {}", dir.display()))?;
         // From here on, an error drops `limit`, which removes the directory again.
-        let limit = CpuLimit { dir };
+        let limit = CpuLimit {
+            dir,
+            cpuset_dir: None,
+        };
         let quota = ((fraction_of_one_cpu * PERIOD_US as f64).round() as u64).max(1000);
         match version {
             CgroupVersion::V2 => {
@@ -445,6 +606,43 @@ impl CpuLimit {
             CgroupVersion::V1 => {
                 write_file(&limit.dir.join("cpu.cfs_period_us"), &PERIOD_US.to_string())?;
                 write_file(&limit.dir.join("cpu.cfs_quota_us"), &quota.to_string())?;
+            }
+        }
+        Ok(limit)
+    }
+
+    /// [`CpuLimit::create`], and the processes confined to the CPUs `cpus` (a cpuset list such as
+    /// "1"), so that a fraction of one core is a fraction of *that* core: cgroup v2's
+    /// `cpuset.cpus` in the same group, or a v1 `cpuset` group beside the `cpu` one.
+    pub(crate) fn create_pinned(
+        tag: &str,
+        fraction_of_one_cpu: f64,
+        cpus: &str,
+    ) -> Result<CpuLimit> {
+        let mut limit = CpuLimit::create(tag, fraction_of_one_cpu)?;
+        let (_, version) = find_cpu_cgroup().map_err(|e| anyhow!(e))?;
+        match version {
+            CgroupVersion::V2 => {
+                let root = limit.dir.parent().context("a cgroup has a parent")?;
+                let control = root.join("cgroup.subtree_control");
+                let current = fs::read_to_string(&control).unwrap_or_default();
+                if !current.split_whitespace().any(|c| c == "cpuset") {
+                    write_file(&control, "+cpuset")?;
+                }
+                write_file(&limit.dir.join("cpuset.cpus"), cpus)?;
+            }
+            CgroupVersion::V1 => {
+                let root = find_v1("cpuset").context("no cgroup v1 hierarchy offers cpuset")?;
+                let name = limit.dir.file_name().context("a cgroup has a name")?;
+                let dir = root.join(name);
+                fs::create_dir(&dir)
+                    .with_context(|| format!("cannot create cgroup {}", dir.display()))?;
+                limit.cpuset_dir = Some(dir.clone());
+                // A v1 cpuset takes no process before it has CPUs and memory nodes.
+                let mems = fs::read_to_string(root.join("cpuset.mems"))
+                    .context("cannot read the root cpuset's memory nodes")?;
+                write_file(&dir.join("cpuset.mems"), mems.trim())?;
+                write_file(&dir.join("cpuset.cpus"), cpus)?;
             }
         }
         Ok(limit)
@@ -459,6 +657,19 @@ impl CpuLimit {
     /// [`NetPair::exec`], wrap for the namespace first (see there).
     pub(crate) fn wrap(&self, cmd: Command) -> Command {
         let procs = self.procs_file();
+        if let Some(cpuset) = &self.cpuset_dir {
+            let pinned = cpuset.join("cgroup.procs");
+            return prefix_command(
+                "sh",
+                [
+                    OsStr::new("-c"),
+                    OsStr::new("echo $$ > \"$0\" && echo $$ > \"$1\" && shift && exec \"$@\""),
+                    procs.as_os_str(),
+                    pinned.as_os_str(),
+                ],
+                &cmd,
+            );
+        }
         prefix_command(
             "sh",
             [
@@ -481,16 +692,18 @@ impl Drop for CpuLimit {
     /// moved out or killed here.
     fn drop(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(3);
-        loop {
-            match fs::remove_dir(&self.dir) {
-                Ok(()) => return,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return,
-                Err(e) => {
-                    if Instant::now() >= deadline {
-                        tracing::warn!("cannot remove cgroup {}: {e}", self.dir.display());
-                        return;
+        for dir in std::iter::once(&self.dir).chain(self.cpuset_dir.as_ref()) {
+            loop {
+                match fs::remove_dir(dir) {
+                    Ok(()) => break,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                    Err(e) => {
+                        if Instant::now() >= deadline {
+                            tracing::warn!("cannot remove cgroup {}: {e}", dir.display());
+                            break;
+                        }
+                        thread::sleep(Duration::from_millis(20));
                     }
-                    thread::sleep(Duration::from_millis(20));
                 }
             }
         }
@@ -507,6 +720,24 @@ pub(crate) fn check_cgroup() -> Result<(), String> {
     CpuLimit::create("check", 0.5)
         .map(drop)
         .map_err(|e| format!("cannot create a cgroup with a CPU quota: {e:#}"))
+}
+
+/// Whether [`CpuLimit::create_pinned`] can work; probes with a throwaway group on CPU 0.
+pub(crate) fn check_cpuset() -> Result<(), String> {
+    check_cgroup()?;
+    CpuLimit::create_pinned("check", 0.5, "0")
+        .map(drop)
+        .map_err(|e| format!("cannot pin a cgroup to one CPU: {e:#}"))
+}
+
+/// The mount point of the cgroup v1 hierarchy with `controller`.
+fn find_v1(controller: &str) -> Option<PathBuf> {
+    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.len() >= 4 && f[2] == "cgroup" && f[3].split(',').any(|o| o == controller))
+            .then(|| PathBuf::from(f[1]))
+    })
 }
 
 /// Find where the CPU controller is mounted: a cgroup2 mount whose root offers `cpu`, else a
@@ -571,7 +802,12 @@ pub(crate) fn cleanup_stale() -> Vec<String> {
             }
         }
     }
-    if let Ok((root, _)) = find_cpu_cgroup() {
+    let roots = find_cpu_cgroup()
+        .ok()
+        .map(|(root, _)| root)
+        .into_iter()
+        .chain(find_v1("cpuset"));
+    for root in roots {
         if let Ok(entries) = fs::read_dir(&root) {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
