@@ -86,6 +86,7 @@ pub async fn run(args: &Args) -> Result<()> {
             overwrite: true,
             ..StoreOptions::default()
         },
+        macs: sieve_transport::calibrate::Calibration::cached().mac_preference(),
     })
     .await?;
     let to = receiver.tls_addr().to_string();

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use sieve_core::mac::{MacAlg, MacPreference};
+use sieve_transport::calibrate::Calibration;
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits};
 use sieve_transport::store::{self, StoreOptions};
 use sieve_transport::tls::ServerTls;
@@ -92,12 +94,35 @@ pub struct Args {
     /// receiver with port 0 waits for the file instead of reading the log.
     #[arg(long, value_name = "PATH")]
     pub ready_file: Option<PathBuf>,
+    /// The cleartext MAC to use: auto (the fastest on this machine among what each sender
+    /// offers, by `sieve calibrate`'s measurement, cached), or one of aes-gmac, blake3,
+    /// chacha20-poly1305 (senders that do not offer it are refused).
+    #[arg(long, default_value = "auto", value_name = "auto|MAC")]
+    pub mac: String,
     /// INSECURE, for the laboratory only: make secure channels with OpenSSL, which also accepts
     /// the thesis's broken TLS 1.2 suites (3DES-EDE-CBC-SHA, AES-256-CBC-SHA). Never use this for
     /// real documents.
     #[cfg(feature = "insecure-thesis-suites")]
     #[arg(long)]
     pub insecure_thesis_suites: bool,
+}
+
+/// The receiver's MAC preference for `--mac`.
+fn mac_preference(arg: &str) -> Result<MacPreference> {
+    if arg == "auto" {
+        let c = Calibration::cached();
+        let pref = c.mac_preference();
+        tracing::info!(
+            macs = ?pref.ranked(),
+            cpu = %c.machine.cpu,
+            "cleartext MACs by measured speed (GB/s), fastest first"
+        );
+        return Ok(pref);
+    }
+    let alg: MacAlg = arg
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("--mac: {e}, or auto"))?;
+    Ok(MacPreference::only(alg))
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -142,6 +167,7 @@ pub async fn run(args: &Args) -> Result<()> {
             file_mode: args.file_mode,
             per_client_dirs: args.per_client_dirs,
         },
+        macs: mac_preference(&args.mac)?,
     })
     .await?;
     if let Some(path) = &args.ready_file {

@@ -6,6 +6,7 @@ use sieve_core::batch::BatchSplit;
 use sieve_core::compress::Codec;
 use sieve_core::frame::{self, FrameError, FrameType, Limits, HEADER_LEN};
 use sieve_core::layout::{Kind, Layout};
+use sieve_core::mac::{MacAlg, MacOffer, OfferError};
 use sieve_core::message::{
     bucket_len, Ack, AckStatus, Bye, Data, DataRef, Doc, DocCancel, DocEnd, Error, Hello, Join,
     JoinOk, Message, MessageError, Mode, Session, ZData, ZDataRef, DATA_HEADER_LEN, MAX_ADDR_LEN,
@@ -85,6 +86,7 @@ fn hello() -> impl Strategy<Value = Hello> {
         ]),
         any::<u32>(),
         any::<u32>(),
+        mac_offer(),
     )
         .prop_map(
             |(
@@ -96,6 +98,7 @@ fn hello() -> impl Strategy<Value = Hello> {
                 batch_split,
                 chunk_size,
                 docs,
+                macs,
             )| {
                 Hello {
                     version,
@@ -106,9 +109,22 @@ fn hello() -> impl Strategy<Value = Hello> {
                     batch_split,
                     chunk_size,
                     docs,
+                    macs,
                 }
             },
         )
+}
+
+fn mac_alg() -> impl Strategy<Value = MacAlg> {
+    prop::sample::select(MacAlg::ALL.to_vec())
+}
+
+/// Any non-empty ordering of distinct algorithms.
+fn mac_offer() -> impl Strategy<Value = MacOffer> {
+    Just(MacAlg::ALL.to_vec())
+        .prop_shuffle()
+        .prop_flat_map(|algs| (1..=algs.len()).prop_map(move |n| algs[..n].to_vec()))
+        .prop_map(|algs| MacOffer::new(&algs).expect("distinct and not empty"))
 }
 
 fn session() -> impl Strategy<Value = Session> {
@@ -117,13 +133,15 @@ fn session() -> impl Strategy<Value = Session> {
         text(MAX_ADDR_LEN),
         any::<u32>(),
         any::<u32>(),
+        mac_alg(),
     )
         .prop_map(
-            |(session_id, plain_addr, max_payload, max_open_docs)| Session {
+            |(session_id, plain_addr, max_payload, max_open_docs, mac)| Session {
                 session_id,
                 plain_addr,
                 max_payload,
                 max_open_docs,
+                mac,
             },
         )
 }
@@ -626,13 +644,81 @@ fn unknown_enum_values_are_refused() {
             ..
         })
     ));
-    let mut h = [0u8; Hello::PAYLOAD_LEN];
+    let mut h = [0u8; Hello::FIXED_LEN + 2];
+    h[Hello::FIXED_LEN] = 1; // one MAC: GMAC
     h[2] = 7;
     assert!(matches!(
         Hello::parse(&h),
         Err(MessageError::UnknownValue {
             field: "mode",
             value: 7,
+            ..
+        })
+    ));
+}
+
+/// The MAC offer in HELLO and the choice in SESSION: unknown codes, duplicates, an empty or an
+/// over-long list are refused at parse, each with the field named.
+#[test]
+fn mac_offers_and_choices_parse_strictly() {
+    let hello = |macs: &[u8]| {
+        let mut h = vec![0u8; Hello::FIXED_LEN];
+        h.push(macs.len() as u8);
+        h.extend_from_slice(macs);
+        Hello::parse(&h)
+    };
+    let ok = hello(&[2, 0]).expect("Poly1305 then GMAC");
+    assert_eq!(ok.macs.algs(), &[MacAlg::Poly1305, MacAlg::Gmac]);
+    assert!(matches!(
+        hello(&[0, 3]),
+        Err(MessageError::UnknownValue {
+            field: "macs",
+            value: 3,
+            ..
+        })
+    ));
+    assert!(matches!(
+        hello(&[1, 1]),
+        Err(MessageError::BadOffer {
+            field: "macs",
+            why: OfferError::Duplicate(MacAlg::Blake3),
+            ..
+        })
+    ));
+    assert!(matches!(
+        hello(&[]),
+        Err(MessageError::BadOffer {
+            why: OfferError::Empty,
+            ..
+        })
+    ));
+    assert!(matches!(
+        hello(&[0, 1, 2, 0]),
+        Err(MessageError::TooLong { field: "macs", .. })
+    ));
+    // A count that claims more codes than follow.
+    let mut h = vec![0u8; Hello::FIXED_LEN];
+    h.extend_from_slice(&[2, 0]);
+    assert!(matches!(
+        Hello::parse(&h),
+        Err(MessageError::Truncated { field: "macs", .. })
+    ));
+
+    let s = Session {
+        session_id: [1; 16],
+        plain_addr: "127.0.0.1:7080".into(),
+        max_payload: 1,
+        max_open_docs: 1,
+        mac: MacAlg::Blake3,
+    };
+    let mut p = encoded(&Message::Session(s.clone())).split_off(HEADER_LEN);
+    assert_eq!(Session::parse(&p), Ok(s));
+    *p.last_mut().unwrap() = 9;
+    assert!(matches!(
+        Session::parse(&p),
+        Err(MessageError::UnknownValue {
+            field: "mac",
+            value: 9,
             ..
         })
     ));

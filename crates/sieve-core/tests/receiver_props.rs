@@ -53,6 +53,7 @@ fn hello(mode: Mode, docs: u32) -> Hello {
         batch_split: Default::default(),
         chunk_size: 1 << 16,
         docs,
+        macs: Default::default(),
     }
 }
 

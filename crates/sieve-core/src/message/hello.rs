@@ -9,6 +9,7 @@ use super::wire::Reader;
 use super::{write_frame, MessageError};
 use crate::batch::BatchSplit;
 use crate::frame::FrameType;
+use crate::mac::{MacAlg, MacOffer};
 use crate::split::Split;
 
 /// Version of this wire format and of how its plain frames are authenticated; a receiver refuses
@@ -16,8 +17,9 @@ use crate::split::Split;
 /// 256 KiB block), no longer by frame, so frames need not end where runs do. 4: manifests are
 /// padded to size buckets ([`super::Doc::padding`]), names may be relative paths
 /// ([`crate::name`]), a sender may cancel a document ([`super::DocCancel`]), and acknowledgements
-/// say when a name exists or a document was cancelled.
-pub const PROTOCOL_VERSION: u16 = 4;
+/// say when a name exists or a document was cancelled. 5: the sender offers the cleartext MACs it
+/// supports ([`Hello::macs`]) and the receiver names the one it chose ([`super::Session::mac`]).
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// Most TLS channels (channel 0 included) a session may ask for.
 pub const MAX_SECURE_CHANNELS: u8 = 16;
@@ -121,11 +123,14 @@ pub struct Hello {
     pub chunk_size: u32,
     /// Number of documents the session will carry; 0 = not known in advance.
     pub docs: u32,
+    /// The cleartext MACs the sender supports, most preferred first (by its own measurement).
+    /// On the wire: a count byte, then one code per algorithm ([`MacAlg::code`]).
+    pub macs: MacOffer,
 }
 
 impl Hello {
-    /// Payload bytes.
-    pub const PAYLOAD_LEN: usize = 15;
+    /// Payload bytes before the MAC offer.
+    pub const FIXED_LEN: usize = 15;
 
     /// Append the whole frame to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
@@ -140,6 +145,10 @@ impl Hello {
             ]);
             out.extend_from_slice(&self.chunk_size.to_be_bytes());
             out.extend_from_slice(&self.docs.to_be_bytes());
+            let algs = self.macs.algs();
+            // At most MacAlg::COUNT distinct algorithms, so the count fits a byte.
+            out.push(algs.len() as u8);
+            out.extend(algs.iter().map(|a| a.code()));
         });
     }
 
@@ -164,10 +173,34 @@ impl Hello {
             },
             chunk_size: r.u32("chunk_size")?,
             docs: r.u32("docs")?,
+            macs: parse_offer(&mut r)?,
         };
         r.finish()?;
         Ok(hello)
     }
+}
+
+/// The MAC offer: a count, then that many distinct known codes.
+fn parse_offer(r: &mut Reader<'_>) -> Result<MacOffer, MessageError> {
+    let n = r.u8("macs")?;
+    if usize::from(n) > MacAlg::COUNT {
+        return Err(MessageError::TooLong {
+            msg: "Hello",
+            field: "macs",
+            len: u64::from(n),
+            max: MacAlg::COUNT,
+        });
+    }
+    let mut algs = Vec::with_capacity(usize::from(n));
+    for _ in 0..n {
+        let code = r.u8("macs")?;
+        algs.push(MacAlg::from_code(code).ok_or_else(|| r.unknown("macs", code))?);
+    }
+    MacOffer::new(&algs).map_err(|why| MessageError::BadOffer {
+        msg: "Hello",
+        field: "macs",
+        why,
+    })
 }
 
 /// Why a receiver will not start the session a [`Hello`] asks for.
@@ -267,6 +300,7 @@ mod tests {
             batch_split: BatchSplit::Dynamic,
             chunk_size: 256 << 10,
             docs: 1,
+            macs: MacOffer::default(),
         }
     }
 

@@ -155,6 +155,16 @@ pub enum MessageError {
         /// Message type.
         msg: &'static str,
     },
+    /// A list of MACs that is empty or names one twice.
+    #[error("{msg} message: field `{field}`: {why}")]
+    BadOffer {
+        /// Message type.
+        msg: &'static str,
+        /// Field.
+        field: &'static str,
+        /// What is wrong with the list.
+        why: crate::mac::OfferError,
+    },
     /// Padding holds a byte other than zero (padding is zeros, so the encoding is canonical).
     #[error("{msg} message: padding holds a byte other than zero")]
     NonZeroPadding {

@@ -6,6 +6,7 @@
 use super::wire::{put_bytes, Reader};
 use super::{write_frame, MessageError, MAX_ADDR_LEN};
 use crate::frame::FrameType;
+use crate::mac::MacAlg;
 
 /// The session the receiver opened.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -20,6 +21,9 @@ pub struct Session {
     /// file, so a descriptor): the sender keeps at most this many unacknowledged, and waits
     /// rather than have documents refused.
     pub max_open_docs: u32,
+    /// The cleartext MAC the receiver chose among the sender's offer ([`super::Hello::macs`]);
+    /// both ends derive its key from channel 0's exporter.
+    pub mac: MacAlg,
 }
 
 impl Session {
@@ -30,6 +34,7 @@ impl Session {
             put_bytes(out, self.plain_addr.as_bytes());
             out.extend_from_slice(&self.max_payload.to_be_bytes());
             out.extend_from_slice(&self.max_open_docs.to_be_bytes());
+            out.push(self.mac.code());
         });
     }
 
@@ -41,6 +46,10 @@ impl Session {
             plain_addr: r.string("plain_addr", MAX_ADDR_LEN)?,
             max_payload: r.u32("max_payload")?,
             max_open_docs: r.u32("max_open_docs")?,
+            mac: {
+                let code = r.u8("mac")?;
+                MacAlg::from_code(code).ok_or_else(|| r.unknown("mac", code))?
+            },
         };
         r.finish()?;
         Ok(session)

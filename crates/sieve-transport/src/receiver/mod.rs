@@ -28,6 +28,7 @@ use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
+use sieve_core::mac::MacPreference;
 use sieve_core::receiver::AtomicPool;
 
 use crate::conn::{BufferStats, FrameBudget};
@@ -67,6 +68,10 @@ pub struct ServeConfig {
     pub limits: ServeLimits,
     /// Whether files are replaced, their mode, folders per client (see [`crate::store`]).
     pub store: StoreOptions,
+    /// The cleartext MACs this receiver accepts, by its own measured speed
+    /// ([`crate::calibrate`]); it picks one among each sender's offer
+    /// ([`sieve_core::mac::negotiate`]).
+    pub macs: MacPreference,
 }
 
 /// Counters a receiver keeps; read them in tests and reports.

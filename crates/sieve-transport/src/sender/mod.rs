@@ -522,6 +522,7 @@ pub async fn send_prepared(
         batch_split: cfg.batch_split,
         chunk_size: chunks[Kind::Plain.index()].max(chunks[Kind::Secure.index()]),
         docs: sources.len() as u32,
+        macs: sieve_core::mac::MacOffer::only(sieve_core::mac::MacAlg::Gmac),
     };
     let t_connect = Instant::now();
     let Connected {

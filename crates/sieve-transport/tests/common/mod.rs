@@ -23,6 +23,7 @@ use rustls::pki_types::ServerName;
 use sieve_core::batch::BatchSplit;
 use sieve_core::frame::Limits;
 use sieve_core::ledger::Ledger;
+use sieve_core::mac::MacOffer;
 use sieve_core::marks::{mark_document, MarkConfig};
 use sieve_core::message::{self, Hello, Message, Mode, Session as SessionMsg};
 use sieve_core::split::Split;
@@ -166,6 +167,7 @@ impl TestReceiver {
                 ..ServeLimits::default()
             },
             store: StoreOptions::default(),
+            macs: Default::default(),
         };
         adjust(&mut cfg);
         let receiver = Receiver::bind(cfg).await.expect("receiver binds");
@@ -520,6 +522,17 @@ impl RawSession {
         plain: u8,
         docs: u32,
     ) -> Result<RawSession> {
+        Self::open_offering(rx, from, (mode, secure, plain, docs), MacOffer::default()).await
+    }
+
+    /// [`RawSession::open_from`] offering the cleartext MACs `macs`; an [`message::Error`]
+    /// answer becomes an error carrying its text.
+    pub async fn open_offering(
+        rx: &TestReceiver,
+        from: std::net::Ipv4Addr,
+        (mode, secure, plain, docs): (Mode, u8, u8, u32),
+        macs: MacOffer,
+    ) -> Result<RawSession> {
         let tcp = connect_from(from, rx.addr).await?;
         let connector = TlsConnector::from(rx.certs.client());
         let tls = connector
@@ -541,11 +554,13 @@ impl RawSession {
             batch_split: Default::default(),
             chunk_size: CHUNK,
             docs,
+            macs,
         };
         writer.send(|o| hello.encode(o)).await?;
         writer.flush().await?;
         let session = match reader.message().await? {
             Message::Session(s) => s,
+            Message::Error(e) => bail!("refused ({}): {}", e.code, e.message),
             other => bail!("expected SESSION, got {other:?}"),
         };
         let key = JoinKey::derive(&exported, &session.session_id);
@@ -560,7 +575,7 @@ impl RawSession {
 
     /// The ledger digest of a plain stream sent as `pieces` (offset, bytes) for document `doc`.
     pub fn plain_digest(&self, doc: u32, pieces: &[(u64, &[u8])]) -> [u8; 32] {
-        let mac = PlainMac::derive(&self.exported, &self.session.session_id);
+        let mac = PlainMac::derive_for(self.session.mac, &self.exported, &self.session.session_id);
         let mut ledger = Ledger::new();
         let mut len = 0;
         for &(off, bytes) in pieces {
