@@ -86,6 +86,7 @@ pub async fn run(args: &Args) -> Result<()> {
             overwrite: true,
             ..StoreOptions::default()
         },
+        accept_compression: sieve_core::message::CompressFlags::ALL,
     })
     .await?;
     let to = receiver.tls_addr().to_string();
@@ -142,6 +143,8 @@ pub async fn run(args: &Args) -> Result<()> {
         sendfile: Sendfile::Always,
         require_classified: false,
         legacy: None,
+        compress: sieve_core::compress::Compression::Auto,
+        compress_classified: false,
     };
     let mut results: [Vec<SessionReport>; 2] = [Vec::new(), Vec::new()];
     for round in 0..args.rounds {

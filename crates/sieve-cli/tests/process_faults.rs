@@ -726,6 +726,7 @@ async fn raw_session(
         batch_split: Default::default(),
         chunk_size: 16 << 10,
         docs,
+        compression: message::CompressFlags::NONE,
     };
     writer.send(|o| hello.encode(o)).await.unwrap();
     writer.flush().await.unwrap();

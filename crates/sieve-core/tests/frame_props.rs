@@ -7,9 +7,9 @@ use sieve_core::compress::Codec;
 use sieve_core::frame::{self, FrameError, FrameType, Limits, HEADER_LEN};
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::message::{
-    bucket_len, Ack, AckStatus, Bye, Data, DataRef, Doc, DocCancel, DocEnd, Error, Hello, Join,
-    JoinOk, Message, MessageError, Mode, Session, ZData, ZDataRef, DATA_HEADER_LEN, MAX_ADDR_LEN,
-    MAX_MARK_LEN, MAX_NAME_LEN, MAX_TEXT_LEN, ZDATA_PREFIX_LEN,
+    bucket_len, Ack, AckStatus, Bye, CompressFlags, Data, DataRef, Doc, DocCancel, DocEnd, Error,
+    Hello, Join, JoinOk, Message, MessageError, Mode, Session, ZData, ZDataRef, DATA_HEADER_LEN,
+    MAX_ADDR_LEN, MAX_MARK_LEN, MAX_NAME_LEN, MAX_TEXT_LEN, ZDATA_PREFIX_LEN,
 };
 use sieve_core::split::Split;
 
@@ -85,6 +85,7 @@ fn hello() -> impl Strategy<Value = Hello> {
         ]),
         any::<u32>(),
         any::<u32>(),
+        compress_flags(),
     )
         .prop_map(
             |(
@@ -96,6 +97,7 @@ fn hello() -> impl Strategy<Value = Hello> {
                 batch_split,
                 chunk_size,
                 docs,
+                compression,
             )| {
                 Hello {
                     version,
@@ -106,9 +108,14 @@ fn hello() -> impl Strategy<Value = Hello> {
                     batch_split,
                     chunk_size,
                     docs,
+                    compression,
                 }
             },
         )
+}
+
+fn compress_flags() -> impl Strategy<Value = CompressFlags> {
+    (0u8..4).prop_map(|b| CompressFlags::from_byte(b).expect("bits 0 and 1 are defined"))
 }
 
 fn session() -> impl Strategy<Value = Session> {
@@ -117,13 +124,27 @@ fn session() -> impl Strategy<Value = Session> {
         text(MAX_ADDR_LEN),
         any::<u32>(),
         any::<u32>(),
+        compress_flags(),
+        any::<u32>(),
+        any::<u8>(),
     )
         .prop_map(
-            |(session_id, plain_addr, max_payload, max_open_docs)| Session {
+            |(
                 session_id,
                 plain_addr,
                 max_payload,
                 max_open_docs,
+                compression,
+                decompress_mbps,
+                decompress_cores,
+            )| Session {
+                session_id,
+                plain_addr,
+                max_payload,
+                max_open_docs,
+                compression,
+                decompress_mbps,
+                decompress_cores,
             },
         )
 }
@@ -633,6 +654,38 @@ fn unknown_enum_values_are_refused() {
         Err(MessageError::UnknownValue {
             field: "mode",
             value: 7,
+            ..
+        })
+    ));
+    // Reserved compression bits, in HELLO and in SESSION.
+    let mut h = [0u8; Hello::PAYLOAD_LEN];
+    h[Hello::PAYLOAD_LEN - 1] = 0x80;
+    assert!(matches!(
+        Hello::parse(&h),
+        Err(MessageError::UnknownValue {
+            field: "compression",
+            value: 0x80,
+            ..
+        })
+    ));
+    let mut s = encoded(&Message::Session(Session {
+        session_id: [0; 16],
+        plain_addr: "127.0.0.1:7080".into(),
+        max_payload: 1 << 20,
+        max_open_docs: 8,
+        compression: CompressFlags::ALL,
+        decompress_mbps: 1000,
+        decompress_cores: 2,
+    }))
+    .split_off(HEADER_LEN);
+    let at = s.len() - 6;
+    assert_eq!(s[at], 3);
+    s[at] = 0x10;
+    assert!(matches!(
+        Session::parse(&s),
+        Err(MessageError::UnknownValue {
+            field: "compression",
+            value: 0x10,
             ..
         })
     ));

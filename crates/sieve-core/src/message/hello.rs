@@ -6,7 +6,7 @@
 //! are split over channels and documents over batches, and how many documents will follow.
 
 use super::wire::Reader;
-use super::{write_frame, MessageError};
+use super::{write_frame, CompressFlags, MessageError};
 use crate::batch::BatchSplit;
 use crate::frame::FrameType;
 use crate::split::Split;
@@ -16,8 +16,10 @@ use crate::split::Split;
 /// 256 KiB block), no longer by frame, so frames need not end where runs do. 4: manifests are
 /// padded to size buckets ([`super::Doc::padding`]), names may be relative paths
 /// ([`crate::name`]), a sender may cancel a document ([`super::DocCancel`]), and acknowledgements
-/// say when a name exists or a document was cancelled.
-pub const PROTOCOL_VERSION: u16 = 4;
+/// say when a name exists or a document was cancelled. 5: HELLO says what compressed frames the
+/// sender may send and SESSION what the receiver accepts of them, with its decompression speed
+/// ([`super::CompressFlags`], [`super::ZData`]).
+pub const PROTOCOL_VERSION: u16 = 5;
 
 /// Most TLS channels (channel 0 included) a session may ask for.
 pub const MAX_SECURE_CHANNELS: u8 = 16;
@@ -121,11 +123,14 @@ pub struct Hello {
     pub chunk_size: u32,
     /// Number of documents the session will carry; 0 = not known in advance.
     pub docs: u32,
+    /// The compressed frames the sender may send, if the receiver accepts them (its
+    /// [`super::Session::compression`] says which it does).
+    pub compression: CompressFlags,
 }
 
 impl Hello {
     /// Payload bytes.
-    pub const PAYLOAD_LEN: usize = 15;
+    pub const PAYLOAD_LEN: usize = 16;
 
     /// Append the whole frame to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
@@ -140,6 +145,7 @@ impl Hello {
             ]);
             out.extend_from_slice(&self.chunk_size.to_be_bytes());
             out.extend_from_slice(&self.docs.to_be_bytes());
+            out.push(self.compression.byte());
         });
     }
 
@@ -164,6 +170,10 @@ impl Hello {
             },
             chunk_size: r.u32("chunk_size")?,
             docs: r.u32("docs")?,
+            compression: {
+                let b = r.u8("compression")?;
+                CompressFlags::from_byte(b).ok_or_else(|| r.unknown("compression", b))?
+            },
         };
         r.finish()?;
         Ok(hello)
@@ -267,6 +277,7 @@ mod tests {
             batch_split: BatchSplit::Dynamic,
             chunk_size: 256 << 10,
             docs: 1,
+            compression: CompressFlags::PLAIN,
         }
     }
 
@@ -306,6 +317,32 @@ mod tests {
                 value: 9,
                 ..
             })
+        ));
+    }
+
+    #[test]
+    fn compression_is_the_last_byte_and_reserved_bits_do_not_parse() {
+        let mut h = hello(Mode::Sieve, 1, 1);
+        h.compression = CompressFlags::ALL;
+        let mut out = Vec::new();
+        h.encode(&mut out);
+        let mut payload = out.split_off(crate::frame::HEADER_LEN);
+        assert_eq!(payload.len(), Hello::PAYLOAD_LEN);
+        assert_eq!(payload[Hello::PAYLOAD_LEN - 1], 3);
+        assert_eq!(Hello::parse(&payload), Ok(h));
+        payload[Hello::PAYLOAD_LEN - 1] = 4;
+        assert!(matches!(
+            Hello::parse(&payload),
+            Err(MessageError::UnknownValue {
+                field: "compression",
+                value: 4,
+                ..
+            })
+        ));
+        // A HELLO of protocol 4 (no compression byte) is truncated here.
+        assert!(matches!(
+            Hello::parse(&payload[..Hello::PAYLOAD_LEN - 1]),
+            Err(MessageError::Truncated { .. })
         ));
     }
 

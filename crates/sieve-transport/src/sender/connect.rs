@@ -39,6 +39,9 @@ pub(super) struct Connected {
     pub resumed: usize,
     /// The sockets of every channel, whose queues count as progress while they drain.
     pub queues: Arc<SendQueues>,
+    /// The same, of each kind (indexed by [`Kind::index`]): the compressor measures the link
+    /// on the sockets of the kind it compresses.
+    pub kind_queues: [Arc<SendQueues>; 2],
     pub first_tls: Duration,
     pub extra_tls: Duration,
     pub plain: Duration,
@@ -52,7 +55,12 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
         .map_err(|_| anyhow!("'{host}' is not a valid server name"))?;
     let connector = TlsConnector::from(cfg.tls.clone());
     let queues = Arc::new(SendQueues::default());
-    let tls0 = tls_connect(cfg, &connector, &name, &queues).await?;
+    let kind_queues = [
+        Arc::new(SendQueues::default()),
+        Arc::new(SendQueues::default()),
+    ];
+    let secure_q = kind_queues[Kind::Secure.index()].clone();
+    let tls0 = tls_connect(cfg, &connector, &name, (&queues, &secure_q)).await?;
     let first_tls = t_connect.elapsed();
     let cipher = tls0.cipher;
     let exported = tls0.exporter;
@@ -77,16 +85,17 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
     let t_extra = Instant::now();
     let mut extra = JoinSet::new();
     for i in 1..n_secure {
-        let (cfg, connector, name, key, queues) = (
+        let (cfg, connector, name, key, queues, secure_q) = (
             cfg.clone(),
             connector.clone(),
             name.clone(),
             key.clone(),
             queues.clone(),
+            secure_q.clone(),
         );
         let sid = session.session_id;
         extra.spawn(async move {
-            let tls = tls_connect(&cfg, &connector, &name, &queues).await?;
+            let tls = tls_connect(&cfg, &connector, &name, (&queues, &secure_q)).await?;
             let (r, w, resumed) = (tls.read, tls.write, tls.resumed);
             let j = Join {
                 session_id: sid,
@@ -120,6 +129,7 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
     let (idle, sendfile) = (cfg.idle_timeout, cfg.sendfile);
     for i in 0..n_plain {
         let (key, queues) = (key.clone(), queues.clone());
+        let plain_q = kind_queues[Kind::Plain.index()].clone();
         let sid = session.session_id;
         plains.spawn(async move {
             let tcp = TcpStream::connect(plain_addr).await.with_context(|| {
@@ -127,6 +137,7 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
             })?;
             let _ = tcp.set_nodelay(true);
             queues.watch(&tcp);
+            plain_q.watch(&tcp);
             let (r, w) = tcp.into_split();
             let j = Join { session_id: sid, kind: Kind::Plain, index: i, token: key.token(Kind::Plain, i) };
             let w = if sendfile == Sendfile::Always { FrameWriter::tcp(w) } else { FrameWriter::new(Box::new(w)) };
@@ -150,6 +161,7 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
         plain_writers,
         resumed,
         queues,
+        kind_queues,
         first_tls,
         extra_tls,
         plain: plain_time,
@@ -160,7 +172,7 @@ async fn tls_connect(
     cfg: &SendConfig,
     connector: &TlsConnector,
     name: &ServerName<'static>,
-    queues: &SendQueues,
+    (queues, secure): (&SendQueues, &SendQueues),
 ) -> Result<Secured> {
     let tcp = TcpStream::connect(&cfg.to).await.with_context(|| {
         format!(
@@ -170,6 +182,7 @@ async fn tls_connect(
     })?;
     let _ = tcp.set_nodelay(true);
     queues.watch(&tcp);
+    secure.watch(&tcp);
     let handshake = async {
         match &cfg.legacy {
             None => Secured::from_client(

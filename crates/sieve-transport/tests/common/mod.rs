@@ -166,6 +166,7 @@ impl TestReceiver {
                 ..ServeLimits::default()
             },
             store: StoreOptions::default(),
+            accept_compression: message::CompressFlags::ALL,
         };
         adjust(&mut cfg);
         let receiver = Receiver::bind(cfg).await.expect("receiver binds");
@@ -208,6 +209,8 @@ impl TestReceiver {
             sendfile: Sendfile::default(),
             require_classified: false,
             legacy: None,
+            compress: sieve_core::compress::Compression::Auto,
+            compress_classified: false,
         }
     }
 
@@ -520,6 +523,38 @@ impl RawSession {
         plain: u8,
         docs: u32,
     ) -> Result<RawSession> {
+        Self::open_full(
+            rx,
+            from,
+            mode,
+            (secure, plain),
+            docs,
+            message::CompressFlags::NONE,
+        )
+        .await
+    }
+
+    /// [`RawSession::open`] with a HELLO that offers the compressed frames `compression`.
+    pub async fn open_with(
+        rx: &TestReceiver,
+        mode: Mode,
+        secure: u8,
+        plain: u8,
+        docs: u32,
+        compression: message::CompressFlags,
+    ) -> Result<RawSession> {
+        let lo = std::net::Ipv4Addr::LOCALHOST;
+        Self::open_full(rx, lo, mode, (secure, plain), docs, compression).await
+    }
+
+    async fn open_full(
+        rx: &TestReceiver,
+        from: std::net::Ipv4Addr,
+        mode: Mode,
+        (secure, plain): (u8, u8),
+        docs: u32,
+        compression: message::CompressFlags,
+    ) -> Result<RawSession> {
         let tcp = connect_from(from, rx.addr).await?;
         let connector = TlsConnector::from(rx.certs.client());
         let tls = connector
@@ -541,6 +576,7 @@ impl RawSession {
             batch_split: Default::default(),
             chunk_size: CHUNK,
             docs,
+            compression,
         };
         writer.send(|o| hello.encode(o)).await?;
         writer.flush().await?;
