@@ -109,7 +109,10 @@ pub struct CompressSample {
     pub plain: u64,
     /// Compressed bytes out (also when the frame then went raw).
     pub compressed: u64,
-    /// CPU time, seconds.
+    /// Seconds the compression took on its worker. The transport gives the worker's wall time,
+    /// which counts what other processes took from the same cores: a core shared with the
+    /// receiver, or with anything else, compresses that much slower, and the choice must plan
+    /// with the speed it will actually get.
     pub cpu_s: f64,
 }
 
@@ -282,7 +285,8 @@ impl Auto {
         if lower > 0.0 {
             self.link = Some(self.link.map_or(lower, |l| l.max(lower)));
         }
-        self.raw_probe_due = !measured && self.current.is_some();
+        // Only once something has left: before the first bytes drain there is nothing to learn.
+        self.raw_probe_due = !measured && s.drained > 0 && self.current.is_some();
     }
 
     /// The receiver's decompression speed.

@@ -551,6 +551,7 @@ pub async fn send_prepared(
         resumed,
         queues,
         kind_queues,
+        same_host,
         first_tls,
         extra_tls,
         plain: plain_time,
@@ -560,7 +561,7 @@ pub async fn send_prepared(
         l.watch_sockets(queues.clone());
     }
 
-    let compressor = compressor(cfg, &session, &sources, n_plain, kind_queues).await?;
+    let compressor = compressor(cfg, &session, &sources, (n_plain, same_host), kind_queues).await?;
 
     // Data frames must fit the receiver's frame limit, whatever chunk size was asked for.
     let frame_room = session
@@ -752,14 +753,15 @@ pub async fn send_prepared(
     Ok(report)
 }
 
-/// The session's compressor, if the receiver accepted any compressed frame: the user's policy,
-/// the receiver's decompression speed, the sockets that measure the link (plain ones, or in
-/// secure-only mode the secure ones), and a sample of the cleartext for ACCENT's profile.
+/// The session's compressor, if the sender offered any compressed frame: the user's policy,
+/// what the receiver accepted, its decompression speed, the sockets that measure the link
+/// (plain ones, or in secure-only mode the secure ones), a sample of the cleartext for ACCENT's
+/// profile, and whether the receiver is on this host (`auto` then stays off).
 async fn compressor(
     cfg: &SendConfig,
     session: &message::Session,
     sources: &[Source],
-    n_plain: u8,
+    (n_plain, same_host): (u8, bool),
     kind_queues: [Arc<SendQueues>; 2],
 ) -> Result<Option<Arc<compress::Compressor>>> {
     let offered = compress::offer(cfg);
@@ -795,6 +797,7 @@ async fn compressor(
             (session.decompress_mbps, session.decompress_cores),
             (link_kind, queues),
             &sample,
+            same_host,
         )
     })?;
     Ok(Some(Arc::new(c)))

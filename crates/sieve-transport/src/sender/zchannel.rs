@@ -104,6 +104,9 @@ impl Shared {
                     n = n.min(first.unwrap_or(n as u64) as usize);
                 }
                 let plan = comp.plan(kind, n)?;
+                if let Some(limit) = plan.limit {
+                    n = n.min(limit);
+                }
                 let item = match plan.codec {
                     None => Pending::Raw {
                         doc: piece.doc,
