@@ -87,6 +87,7 @@ pub async fn run(args: &Args) -> Result<()> {
             ..StoreOptions::default()
         },
         macs: sieve_transport::calibrate::Calibration::cached().mac_preference(),
+        accept_compression: sieve_core::message::CompressFlags::ALL,
     })
     .await?;
     let to = receiver.tls_addr().to_string();
@@ -143,6 +144,8 @@ pub async fn run(args: &Args) -> Result<()> {
         sendfile: Sendfile::Always,
         require_classified: false,
         legacy: None,
+        compress: sieve_core::compress::Compression::Auto,
+        compress_classified: false,
     };
     let mut results: [Vec<SessionReport>; 2] = [Vec::new(), Vec::new()];
     for round in 0..args.rounds {

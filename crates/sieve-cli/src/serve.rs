@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sieve_core::mac::{MacAlg, MacPreference};
+use sieve_core::message::CompressFlags;
 use sieve_transport::calibrate::Calibration;
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits};
 use sieve_transport::store::{self, StoreOptions};
@@ -55,6 +56,13 @@ pub struct Args {
     /// Receive, verify and acknowledge, but write nothing (for benchmarks).
     #[arg(long)]
     pub discard: bool,
+    /// Which compressed frames to accept from senders: all (default: compressed cleartext on
+    /// the plain channels, and compressed classified segments inside TLS from senders run with
+    /// --compress-classified), plain (compressed cleartext only) or none (senders then send
+    /// everything as it is). Every compressed frame declares its length, is decompressed into a
+    /// buffer counted in --max-buffer-memory, and never to more than it declared.
+    #[arg(long, default_value = "all", value_parser = parse_accept)]
+    pub accept_compression: CompressFlags,
     /// Most sessions served at once; further senders are told to retry.
     #[arg(long, default_value_t = 64)]
     pub max_sessions: usize,
@@ -125,6 +133,15 @@ fn mac_preference(arg: &str) -> Result<MacPreference> {
     Ok(MacPreference::only(alg))
 }
 
+fn parse_accept(s: &str) -> Result<CompressFlags, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "all" => Ok(CompressFlags::ALL),
+        "plain" => Ok(CompressFlags::PLAIN),
+        "none" => Ok(CompressFlags::NONE),
+        _ => Err(format!("'{s}': use all, plain or none")),
+    }
+}
+
 fn parse_size_arg(s: &str) -> Result<u64, String> {
     if let Some(t) = s.strip_suffix("TiB") {
         return sieve_core::gen::parse_size(&format!("{t}GiB")).map(|g| g * 1024);
@@ -168,6 +185,7 @@ pub async fn run(args: &Args) -> Result<()> {
             per_client_dirs: args.per_client_dirs,
         },
         macs: mac_preference(&args.mac)?,
+        accept_compression: args.accept_compression,
     })
     .await?;
     if let Some(path) = &args.ready_file {

@@ -727,6 +727,7 @@ async fn raw_session(
         chunk_size: 16 << 10,
         docs,
         macs: Default::default(),
+        compression: message::CompressFlags::NONE,
     };
     writer.send(|o| hello.encode(o)).await.unwrap();
     writer.flush().await.unwrap();

@@ -8,9 +8,9 @@ use sieve_core::frame::{self, FrameError, FrameType, Limits, HEADER_LEN};
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::mac::{MacAlg, MacOffer, OfferError};
 use sieve_core::message::{
-    bucket_len, Ack, AckStatus, Bye, Data, DataRef, Doc, DocCancel, DocEnd, Error, Hello, Join,
-    JoinOk, Message, MessageError, Mode, Session, ZData, ZDataRef, DATA_HEADER_LEN, MAX_ADDR_LEN,
-    MAX_MARK_LEN, MAX_NAME_LEN, MAX_TEXT_LEN, ZDATA_PREFIX_LEN,
+    bucket_len, Ack, AckStatus, Bye, CompressFlags, Data, DataRef, Doc, DocCancel, DocEnd, Error,
+    Hello, Join, JoinOk, Message, MessageError, Mode, Session, ZData, ZDataRef, DATA_HEADER_LEN,
+    MAX_ADDR_LEN, MAX_MARK_LEN, MAX_NAME_LEN, MAX_TEXT_LEN, ZDATA_PREFIX_LEN,
 };
 use sieve_core::split::Split;
 
@@ -87,6 +87,7 @@ fn hello() -> impl Strategy<Value = Hello> {
         any::<u32>(),
         any::<u32>(),
         mac_offer(),
+        compress_flags(),
     )
         .prop_map(
             |(
@@ -99,6 +100,7 @@ fn hello() -> impl Strategy<Value = Hello> {
                 chunk_size,
                 docs,
                 macs,
+                compression,
             )| {
                 Hello {
                     version,
@@ -110,6 +112,7 @@ fn hello() -> impl Strategy<Value = Hello> {
                     chunk_size,
                     docs,
                     macs,
+                    compression,
                 }
             },
         )
@@ -127,6 +130,10 @@ fn mac_offer() -> impl Strategy<Value = MacOffer> {
         .prop_map(|algs| MacOffer::new(&algs).expect("distinct and not empty"))
 }
 
+fn compress_flags() -> impl Strategy<Value = CompressFlags> {
+    (0u8..4).prop_map(|b| CompressFlags::from_byte(b).expect("bits 0 and 1 are defined"))
+}
+
 fn session() -> impl Strategy<Value = Session> {
     (
         any::<[u8; 16]>(),
@@ -134,14 +141,29 @@ fn session() -> impl Strategy<Value = Session> {
         any::<u32>(),
         any::<u32>(),
         mac_alg(),
+        compress_flags(),
+        any::<u32>(),
+        any::<u8>(),
     )
         .prop_map(
-            |(session_id, plain_addr, max_payload, max_open_docs, mac)| Session {
+            |(
                 session_id,
                 plain_addr,
                 max_payload,
                 max_open_docs,
                 mac,
+                compression,
+                decompress_mbps,
+                decompress_cores,
+            )| Session {
+                session_id,
+                plain_addr,
+                max_payload,
+                max_open_docs,
+                mac,
+                compression,
+                decompress_mbps,
+                decompress_cores,
             },
         )
 }
@@ -655,6 +677,40 @@ fn unknown_enum_values_are_refused() {
             ..
         })
     ));
+    // Reserved compression bits, in HELLO and in SESSION.
+    let mut h = [0u8; Hello::FIXED_LEN + 2];
+    h[Hello::FIXED_LEN - 1] = 0x80;
+    h[Hello::FIXED_LEN] = 1; // one MAC: GMAC
+    assert!(matches!(
+        Hello::parse(&h),
+        Err(MessageError::UnknownValue {
+            field: "compression",
+            value: 0x80,
+            ..
+        })
+    ));
+    let mut s = encoded(&Message::Session(Session {
+        session_id: [0; 16],
+        plain_addr: "127.0.0.1:7080".into(),
+        max_payload: 1 << 20,
+        max_open_docs: 8,
+        mac: MacAlg::Gmac,
+        compression: CompressFlags::ALL,
+        decompress_mbps: 1000,
+        decompress_cores: 2,
+    }))
+    .split_off(HEADER_LEN);
+    let at = s.len() - 6;
+    assert_eq!(s[at], 3);
+    s[at] = 0x10;
+    assert!(matches!(
+        Session::parse(&s),
+        Err(MessageError::UnknownValue {
+            field: "compression",
+            value: 0x10,
+            ..
+        })
+    ));
 }
 
 /// The MAC offer in HELLO and the choice in SESSION: unknown codes, duplicates, an empty or an
@@ -710,10 +766,15 @@ fn mac_offers_and_choices_parse_strictly() {
         max_payload: 1,
         max_open_docs: 1,
         mac: MacAlg::Blake3,
+        compression: CompressFlags::NONE,
+        decompress_mbps: 0,
+        decompress_cores: 1,
     };
     let mut p = encoded(&Message::Session(s.clone())).split_off(HEADER_LEN);
     assert_eq!(Session::parse(&p), Ok(s));
-    *p.last_mut().unwrap() = 9;
+    // The MAC's code comes before the compression byte, the speed and the cores.
+    let at = p.len() - 7;
+    p[at] = 9;
     assert!(matches!(
         Session::parse(&p),
         Err(MessageError::UnknownValue {

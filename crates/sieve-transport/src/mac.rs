@@ -41,6 +41,9 @@ pub enum MacError {
     Seal { doc: u32, offset: u64 },
 }
 
+/// Set in the nonce of a compressed frame's tag (see [`PlainMac::zdata_tag`]).
+const ZDATA_NONCE_BIT: u64 = 1 << 63;
+
 /// Most bytes one tag covers: units never cross a multiple of this in the plain stream.
 pub const MAC_BLOCK: u64 = 256 << 10;
 
@@ -142,6 +145,17 @@ impl PlainMac {
             Some(e) => Err(e),
             None => Ok(tags),
         }
+    }
+
+    /// The tag of a compressed plain frame ([`sieve_core::message::ZData`]) of `doc` at
+    /// plain-stream `offset`: `payload` is the frame's whole payload as it travels (document,
+    /// offset, declared length, codec, compressed bytes). Both ends record it for the frame's
+    /// declared length. Its nonce has the top bit of the offset set, which no unit's offset has
+    /// (streams are far shorter than 2^63 bytes), so no tag of a compressed frame ever shares a
+    /// nonce with the tag of a raw unit.
+    pub fn zdata_tag(&self, doc: u32, offset: u64, payload: &[u8]) -> Result<[u8; 32], MacError> {
+        self.tag(doc, offset | ZDATA_NONCE_BIT, payload)
+            .map_err(|_| MacError::Seal { doc, offset })
     }
 
     /// The tag of the unit of `doc` at plain-stream `offset`, widened for the ledger.
@@ -276,5 +290,19 @@ mod tests {
             (&tags[0][16..], &tags[2][16..]),
             (&[0u8; 16][..], &[0u8; 16][..])
         );
+    }
+
+    #[test]
+    fn a_compressed_frames_tag_is_never_a_units_tag() {
+        for alg in MacAlg::ALL {
+            let a = PlainMac::derive_for(alg, &[1; 32], &[2; 16]);
+            let t = a.tag(0, 0, b"hello").unwrap();
+            assert_ne!(a.zdata_tag(0, 0, b"hello").unwrap(), t, "{alg}");
+            assert_eq!(
+                a.zdata_tag(0, 0, b"hello").unwrap(),
+                a.zdata_tag(0, 0, b"hello").unwrap(),
+                "{alg}"
+            );
+        }
     }
 }

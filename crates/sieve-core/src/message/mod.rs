@@ -26,6 +26,7 @@
 
 mod ack;
 mod bye;
+mod compress_flags;
 mod data;
 mod doc;
 mod doc_cancel;
@@ -40,6 +41,7 @@ mod zdata;
 
 pub use ack::{Ack, AckStatus};
 pub use bye::Bye;
+pub use compress_flags::CompressFlags;
 pub use data::{Data, DataRef, DATA_HEADER_LEN, DATA_PREFIX_LEN};
 pub use doc::{bucket_len, Doc, MIN_DOC_BUCKET};
 pub use doc_cancel::DocCancel;

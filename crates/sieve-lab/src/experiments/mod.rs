@@ -4,6 +4,7 @@
 
 mod batches;
 mod channels;
+mod compress;
 mod cpu_p;
 mod f5_1;
 mod f5_12;
@@ -153,6 +154,11 @@ pub(crate) fn all() -> Vec<Experiment> {
             "PEERS",
             "Today's tools side by side: socat, socat+OpenSSL, scp, iperf3",
             peers::run
+        ),
+        single!(
+            "COMPRESS",
+            "Compression of the cleartext: auto, ACCENT, fixed levels, off against the link rate",
+            compress::run
         ),
     ]
 }

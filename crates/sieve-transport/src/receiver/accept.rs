@@ -289,6 +289,7 @@ impl Shared {
             memory: protocol_memory_share(l),
             max_open_docs: self.fds.session_docs(),
             discard: self.cfg.discard,
+            accept_compression: self.cfg.accept_compression,
         }
     }
 
@@ -343,6 +344,10 @@ impl Shared {
             max_payload: frame.max_payload,
             max_open_docs: u32::try_from(self.fds.session_docs()).unwrap_or(u32::MAX),
             mac: mac.alg(),
+            compression: sm.compression(),
+            decompress_mbps: self.decompress_mbps,
+            decompress_cores: std::thread::available_parallelism()
+                .map_or(1, |n| u8::try_from(n.get()).unwrap_or(u8::MAX)),
         };
         // Only buffered here: it goes out (below) once the session can be found by its JOINs.
         writer.send(|o| reply.encode(o)).await?;

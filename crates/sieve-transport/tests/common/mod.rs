@@ -168,6 +168,7 @@ impl TestReceiver {
             },
             store: StoreOptions::default(),
             macs: Default::default(),
+            accept_compression: message::CompressFlags::ALL,
         };
         adjust(&mut cfg);
         let receiver = Receiver::bind(cfg).await.expect("receiver binds");
@@ -210,6 +211,8 @@ impl TestReceiver {
             sendfile: Sendfile::default(),
             require_classified: false,
             legacy: None,
+            compress: sieve_core::compress::Compression::Auto,
+            compress_classified: false,
         }
     }
 
@@ -533,6 +536,32 @@ impl RawSession {
         (mode, secure, plain, docs): (Mode, u8, u8, u32),
         macs: MacOffer,
     ) -> Result<RawSession> {
+        let offer = (macs, message::CompressFlags::NONE);
+        Self::open_full(rx, from, mode, (secure, plain), docs, offer).await
+    }
+
+    /// [`RawSession::open`] with a HELLO that offers the compressed frames `compression`.
+    pub async fn open_with(
+        rx: &TestReceiver,
+        mode: Mode,
+        secure: u8,
+        plain: u8,
+        docs: u32,
+        compression: message::CompressFlags,
+    ) -> Result<RawSession> {
+        let lo = std::net::Ipv4Addr::LOCALHOST;
+        let offer = (MacOffer::default(), compression);
+        Self::open_full(rx, lo, mode, (secure, plain), docs, offer).await
+    }
+
+    async fn open_full(
+        rx: &TestReceiver,
+        from: std::net::Ipv4Addr,
+        mode: Mode,
+        (secure, plain): (u8, u8),
+        docs: u32,
+        (macs, compression): (MacOffer, message::CompressFlags),
+    ) -> Result<RawSession> {
         let tcp = connect_from(from, rx.addr).await?;
         let connector = TlsConnector::from(rx.certs.client());
         let tls = connector
@@ -555,6 +584,7 @@ impl RawSession {
             chunk_size: CHUNK,
             docs,
             macs,
+            compression,
         };
         writer.send(|o| hello.encode(o)).await?;
         writer.flush().await?;
