@@ -86,6 +86,8 @@ pub async fn run(args: &Args) -> Result<()> {
             overwrite: true,
             ..StoreOptions::default()
         },
+        macs: sieve_transport::calibrate::Calibration::cached().mac_preference(),
+        accept_compression: sieve_core::message::CompressFlags::ALL,
     })
     .await?;
     let to = receiver.tls_addr().to_string();
@@ -143,6 +145,8 @@ pub async fn run(args: &Args) -> Result<()> {
         require_classified: false,
         skip_invalid: false,
         legacy: None,
+        compress: sieve_core::compress::Compression::Auto,
+        compress_classified: false,
     };
     let mut results: [Vec<SessionReport>; 2] = [Vec::new(), Vec::new()];
     for round in 0..args.rounds {

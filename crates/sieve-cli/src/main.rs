@@ -1,5 +1,6 @@
 //! `sieve`: move documents whose classified parts travel over TLS and the rest over plain TCP.
 
+mod calibrate;
 mod certs;
 mod demo;
 mod gen;
@@ -76,6 +77,9 @@ enum Command {
     Demo(demo::Args),
     /// Re-run the thesis's experiments (chapter 5) on this machine: data, plots, reports.
     Lab(lab::Args),
+    /// Measure how fast this machine runs the TLS suites and the cleartext MACs (a few ms,
+    /// cached per machine and per OPENSSL_ia32cap value), and which MAC it prefers.
+    Calibrate(calibrate::Args),
 }
 
 fn main() -> ExitCode {
@@ -122,6 +126,9 @@ fn main() -> ExitCode {
             Some(Command::Serve(a)) => serve::run(&a).await.map(|_| true),
             Some(Command::Send(a)) => send::run(&a).await,
             Some(Command::Lab(a)) => tokio::task::block_in_place(|| lab::run(&a)),
+            Some(Command::Calibrate(a)) => {
+                tokio::task::block_in_place(|| calibrate::run(&a)).map(|_| true)
+            }
         }
     });
     match result {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use sieve_core::batch::BatchSplit;
+use sieve_core::compress::Compression;
 use sieve_core::marks::MarkConfig;
 use sieve_core::message::Mode;
 use sieve_core::split::Split;
@@ -143,6 +144,27 @@ pub struct Args {
     /// sender a copy of every cleartext byte (faster on loopback too), or never (copies).
     #[arg(long, default_value = "always")]
     pub sendfile: Sendfile,
+    /// How the cleartext is compressed on the plain channels, each frame on its own: auto
+    /// (default: per frame, off or a zstd level, from the measured compression speed, ratio,
+    /// the rate the sockets drain and the receiver's decompression speed, on as many cores as
+    /// the link needs; off by itself on loopback and other links faster than compression),
+    /// accent (ACCENT's policy: FSCN's choice of level and TTSC's share of compressed frames),
+    /// off, or zstd:N (always level N, 1 to 22 or -7 to -1). Frames that do not shrink by 5 %
+    /// go as they are. Only public bytes are compressed: an observer of the plain channels,
+    /// who reads the cleartext anyway, learns how well it compresses. Classified bytes are
+    /// never compressed unless --compress-classified.
+    #[arg(long, default_value = "auto", value_name = "auto|accent|off|zstd:N")]
+    pub compress: Compression,
+    /// Also compress classified bytes inside TLS, each classified segment alone (never in one
+    /// context with any other byte), at the level chosen for the cleartext. This reveals the
+    /// compressed length of every classified segment: an observer who sees TLS record sizes and
+    /// timing learns how well each segment compresses, which for a secret mixed with data the
+    /// observer can influence or guess is the leak CRIME and BREACH exploit. Use it only for
+    /// classified parts whose compressibility says nothing (keys, random identifiers) or whose
+    /// size is public anyway. The receiver must accept it (sieve serve --accept-compression all,
+    /// the default).
+    #[arg(long)]
+    pub compress_classified: bool,
     /// INSECURE, for the laboratory only: open the secure channels with one of the thesis's
     /// broken TLS 1.2 suites through OpenSSL: 3des-ede-cbc-sha or aes256-cbc-sha. The receiver
     /// must run with --insecure-thesis-suites. Never use this for real documents.
@@ -174,6 +196,12 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         identity,
     }
     .config()?;
+    if args.compress_classified && args.compress == Compression::Off {
+        bail!(
+            "--compress-classified compresses classified segments at the level chosen for the \
+             cleartext, and --compress off chooses none: give --compress auto, accent or zstd:N"
+        );
+    }
     if args.strip_marks && (args.ranges.is_some() || args.ranges_beside || args.policy.is_some()) {
         bail!(
             "--strip-marks has no effect with ranges files or --policy: they add no marks to strip"
@@ -217,6 +245,8 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         require_classified: args.require_classified,
         skip_invalid: args.skip_invalid,
         legacy: legacy(args)?,
+        compress: args.compress,
+        compress_classified: args.compress_classified,
     })
 }
 
@@ -495,6 +525,24 @@ pub fn print_report(r: &SessionReport, json: bool) -> Result<()> {
             r.plain_channels,
             r.cipher
         );
+        if let Some(c) = r
+            .compression
+            .as_ref()
+            .filter(|c| c.bytes_after < c.bytes_before)
+        {
+            eprintln!(
+                "compression ({}): {} bytes sent as {} ({:.1} %), levels: {}",
+                c.policy,
+                c.bytes_before,
+                c.bytes_after,
+                100.0 * c.bytes_after as f64 / c.bytes_before.max(1) as f64,
+                c.levels
+                    .iter()
+                    .map(|(l, n)| format!("{l} ×{}", n.frames))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
     }
     for f in &r.failures {
         eprintln!(

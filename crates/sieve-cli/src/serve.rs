@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use sieve_core::mac::{MacAlg, MacPreference};
+use sieve_core::message::CompressFlags;
+use sieve_transport::calibrate::Calibration;
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits};
 use sieve_transport::store::{self, StoreOptions};
 use sieve_transport::tls::ServerTls;
@@ -54,6 +57,13 @@ pub struct Args {
     /// Receive, verify and acknowledge, but write nothing (for benchmarks).
     #[arg(long)]
     pub discard: bool,
+    /// Which compressed frames to accept from senders: all (default: compressed cleartext on
+    /// the plain channels, and compressed classified segments inside TLS from senders run with
+    /// --compress-classified), plain (compressed cleartext only) or none (senders then send
+    /// everything as it is). Every compressed frame declares its length, is decompressed into a
+    /// buffer counted in --max-buffer-memory, and never to more than it declared.
+    #[arg(long, default_value = "all", value_parser = parse_accept)]
+    pub accept_compression: CompressFlags,
     /// Most sessions served at once; further senders are told to retry.
     #[arg(long, default_value_t = 64)]
     pub max_sessions: usize,
@@ -93,12 +103,44 @@ pub struct Args {
     /// receiver with port 0 waits for the file instead of reading the log.
     #[arg(long, value_name = "PATH")]
     pub ready_file: Option<PathBuf>,
+    /// The cleartext MAC to use: auto (the fastest on this machine among what each sender
+    /// offers, by `sieve calibrate`'s measurement, cached), or one of aes-gmac, blake3,
+    /// chacha20-poly1305 (senders that do not offer it are refused).
+    #[arg(long, default_value = "auto", value_name = "auto|MAC")]
+    pub mac: String,
     /// INSECURE, for the laboratory only: make secure channels with OpenSSL, which also accepts
     /// the thesis's broken TLS 1.2 suites (3DES-EDE-CBC-SHA, AES-256-CBC-SHA). Never use this for
     /// real documents.
     #[cfg(feature = "insecure-thesis-suites")]
     #[arg(long)]
     pub insecure_thesis_suites: bool,
+}
+
+/// The receiver's MAC preference for `--mac`.
+fn mac_preference(arg: &str) -> Result<MacPreference> {
+    if arg == "auto" {
+        let c = Calibration::cached();
+        let pref = c.mac_preference();
+        tracing::info!(
+            macs = ?pref.ranked(),
+            cpu = %c.machine.cpu,
+            "cleartext MACs by measured speed (GB/s), fastest first"
+        );
+        return Ok(pref);
+    }
+    let alg: MacAlg = arg
+        .parse()
+        .map_err(|e: String| anyhow::anyhow!("--mac: {e}, or auto"))?;
+    Ok(MacPreference::only(alg))
+}
+
+fn parse_accept(s: &str) -> Result<CompressFlags, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "all" => Ok(CompressFlags::ALL),
+        "plain" => Ok(CompressFlags::PLAIN),
+        "none" => Ok(CompressFlags::NONE),
+        _ => Err(format!("'{s}': use all, plain or none")),
+    }
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -145,6 +187,8 @@ pub async fn run(args: &Args) -> Result<()> {
             file_mode: args.file_mode,
             per_client_dirs: args.per_client_dirs,
         },
+        macs: mac_preference(&args.mac)?,
+        accept_compression: args.accept_compression,
     })
     .await?;
     if let Some(path) = &args.ready_file {

@@ -730,6 +730,8 @@ async fn raw_session(
         batch_split: Default::default(),
         chunk_size: 16 << 10,
         docs,
+        macs: Default::default(),
+        compression: message::CompressFlags::NONE,
     };
     writer.send(|o| hello.encode(o)).await.unwrap();
     writer.flush().await.unwrap();

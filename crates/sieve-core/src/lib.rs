@@ -16,6 +16,8 @@
 //! | — (the thesis sent one file name) | [`name`]: which relative names a receiver accepts |
 //! | realistic documents with x-P marking (prose, CSV, JSON lines, logs) | [`corpus`] |
 //! | ACCENT's adaptive compression (seed 004), for the cleartext only | [`compress`] |
+//! | — (the thesis sent the cleartext unprotected) | [`mac`]: which MAC, negotiated by measured speed |
+//! | — (the thesis always sieved) | [`cost`]: `--mode auto`, sieve or secure-only by predicted time |
 
 // Lists holding a single byte range are normal here (one classified span), not a mistaken
 // `vec![0..n]` meant as a list of indices.
@@ -25,10 +27,12 @@ pub mod batch;
 pub mod chunk;
 pub mod compress;
 pub mod corpus;
+pub mod cost;
 pub mod frame;
 pub mod gen;
 pub mod layout;
 pub mod ledger;
+pub mod mac;
 pub mod marks;
 pub mod marks_parallel;
 pub mod message;

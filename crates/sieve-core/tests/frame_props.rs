@@ -6,10 +6,11 @@ use sieve_core::batch::BatchSplit;
 use sieve_core::compress::Codec;
 use sieve_core::frame::{self, FrameError, FrameType, Limits, HEADER_LEN};
 use sieve_core::layout::{Kind, Layout};
+use sieve_core::mac::{MacAlg, MacOffer, OfferError};
 use sieve_core::message::{
-    bucket_len, Ack, AckStatus, Bye, Data, DataRef, Doc, DocCancel, DocEnd, Error, Hello, Join,
-    JoinOk, Message, MessageError, Mode, Session, ZData, ZDataRef, DATA_HEADER_LEN, MAX_ADDR_LEN,
-    MAX_MARK_LEN, MAX_NAME_LEN, MAX_TEXT_LEN, ZDATA_PREFIX_LEN,
+    bucket_len, Ack, AckStatus, Bye, CompressFlags, Data, DataRef, Doc, DocCancel, DocEnd, Error,
+    Hello, Join, JoinOk, Message, MessageError, Mode, Session, ZData, ZDataRef, DATA_HEADER_LEN,
+    MAX_ADDR_LEN, MAX_MARK_LEN, MAX_NAME_LEN, MAX_TEXT_LEN, ZDATA_PREFIX_LEN,
 };
 use sieve_core::split::Split;
 
@@ -85,6 +86,8 @@ fn hello() -> impl Strategy<Value = Hello> {
         ]),
         any::<u32>(),
         any::<u32>(),
+        mac_offer(),
+        compress_flags(),
     )
         .prop_map(
             |(
@@ -96,6 +99,8 @@ fn hello() -> impl Strategy<Value = Hello> {
                 batch_split,
                 chunk_size,
                 docs,
+                macs,
+                compression,
             )| {
                 Hello {
                     version,
@@ -106,9 +111,27 @@ fn hello() -> impl Strategy<Value = Hello> {
                     batch_split,
                     chunk_size,
                     docs,
+                    macs,
+                    compression,
                 }
             },
         )
+}
+
+fn mac_alg() -> impl Strategy<Value = MacAlg> {
+    prop::sample::select(MacAlg::ALL.to_vec())
+}
+
+/// Any non-empty ordering of distinct algorithms.
+fn mac_offer() -> impl Strategy<Value = MacOffer> {
+    Just(MacAlg::ALL.to_vec())
+        .prop_shuffle()
+        .prop_flat_map(|algs| (1..=algs.len()).prop_map(move |n| algs[..n].to_vec()))
+        .prop_map(|algs| MacOffer::new(&algs).expect("distinct and not empty"))
+}
+
+fn compress_flags() -> impl Strategy<Value = CompressFlags> {
+    (0u8..4).prop_map(|b| CompressFlags::from_byte(b).expect("bits 0 and 1 are defined"))
 }
 
 fn session() -> impl Strategy<Value = Session> {
@@ -117,13 +140,30 @@ fn session() -> impl Strategy<Value = Session> {
         text(MAX_ADDR_LEN),
         any::<u32>(),
         any::<u32>(),
+        mac_alg(),
+        compress_flags(),
+        any::<u32>(),
+        any::<u8>(),
     )
         .prop_map(
-            |(session_id, plain_addr, max_payload, max_open_docs)| Session {
+            |(
                 session_id,
                 plain_addr,
                 max_payload,
                 max_open_docs,
+                mac,
+                compression,
+                decompress_mbps,
+                decompress_cores,
+            )| Session {
+                session_id,
+                plain_addr,
+                max_payload,
+                max_open_docs,
+                mac,
+                compression,
+                decompress_mbps,
+                decompress_cores,
             },
         )
 }
@@ -626,13 +666,120 @@ fn unknown_enum_values_are_refused() {
             ..
         })
     ));
-    let mut h = [0u8; Hello::PAYLOAD_LEN];
+    let mut h = [0u8; Hello::FIXED_LEN + 2];
+    h[Hello::FIXED_LEN] = 1; // one MAC: GMAC
     h[2] = 7;
     assert!(matches!(
         Hello::parse(&h),
         Err(MessageError::UnknownValue {
             field: "mode",
             value: 7,
+            ..
+        })
+    ));
+    // Reserved compression bits, in HELLO and in SESSION.
+    let mut h = [0u8; Hello::FIXED_LEN + 2];
+    h[Hello::FIXED_LEN - 1] = 0x80;
+    h[Hello::FIXED_LEN] = 1; // one MAC: GMAC
+    assert!(matches!(
+        Hello::parse(&h),
+        Err(MessageError::UnknownValue {
+            field: "compression",
+            value: 0x80,
+            ..
+        })
+    ));
+    let mut s = encoded(&Message::Session(Session {
+        session_id: [0; 16],
+        plain_addr: "127.0.0.1:7080".into(),
+        max_payload: 1 << 20,
+        max_open_docs: 8,
+        mac: MacAlg::Gmac,
+        compression: CompressFlags::ALL,
+        decompress_mbps: 1000,
+        decompress_cores: 2,
+    }))
+    .split_off(HEADER_LEN);
+    let at = s.len() - 6;
+    assert_eq!(s[at], 3);
+    s[at] = 0x10;
+    assert!(matches!(
+        Session::parse(&s),
+        Err(MessageError::UnknownValue {
+            field: "compression",
+            value: 0x10,
+            ..
+        })
+    ));
+}
+
+/// The MAC offer in HELLO and the choice in SESSION: unknown codes, duplicates, an empty or an
+/// over-long list are refused at parse, each with the field named.
+#[test]
+fn mac_offers_and_choices_parse_strictly() {
+    let hello = |macs: &[u8]| {
+        let mut h = vec![0u8; Hello::FIXED_LEN];
+        h.push(macs.len() as u8);
+        h.extend_from_slice(macs);
+        Hello::parse(&h)
+    };
+    let ok = hello(&[2, 0]).expect("Poly1305 then GMAC");
+    assert_eq!(ok.macs.algs(), &[MacAlg::Poly1305, MacAlg::Gmac]);
+    assert!(matches!(
+        hello(&[0, 3]),
+        Err(MessageError::UnknownValue {
+            field: "macs",
+            value: 3,
+            ..
+        })
+    ));
+    assert!(matches!(
+        hello(&[1, 1]),
+        Err(MessageError::BadOffer {
+            field: "macs",
+            why: OfferError::Duplicate(MacAlg::Blake3),
+            ..
+        })
+    ));
+    assert!(matches!(
+        hello(&[]),
+        Err(MessageError::BadOffer {
+            why: OfferError::Empty,
+            ..
+        })
+    ));
+    assert!(matches!(
+        hello(&[0, 1, 2, 0]),
+        Err(MessageError::TooLong { field: "macs", .. })
+    ));
+    // A count that claims more codes than follow.
+    let mut h = vec![0u8; Hello::FIXED_LEN];
+    h.extend_from_slice(&[2, 0]);
+    assert!(matches!(
+        Hello::parse(&h),
+        Err(MessageError::Truncated { field: "macs", .. })
+    ));
+
+    let s = Session {
+        session_id: [1; 16],
+        plain_addr: "127.0.0.1:7080".into(),
+        max_payload: 1,
+        max_open_docs: 1,
+        mac: MacAlg::Blake3,
+        compression: CompressFlags::NONE,
+        decompress_mbps: 0,
+        decompress_cores: 1,
+    };
+    let mut p = encoded(&Message::Session(s.clone())).split_off(HEADER_LEN);
+    assert_eq!(Session::parse(&p), Ok(s));
+    // The MAC's code comes before the compression byte, the speed and the cores.
+    let at = p.len() - 7;
+    p[at] = 9;
+    assert!(matches!(
+        Session::parse(&p),
+        Err(MessageError::UnknownValue {
+            field: "mac",
+            value: 9,
             ..
         })
     ));

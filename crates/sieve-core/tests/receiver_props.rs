@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::ledger::{Ledger, UnitTag};
-use sieve_core::message::{AckStatus, Doc, DocEnd, DocRef, Hello, Mode, PROTOCOL_VERSION};
+use sieve_core::message::{
+    AckStatus, CompressFlags, Doc, DocEnd, DocRef, Hello, Mode, PROTOCOL_VERSION,
+};
 use sieve_core::receiver::{
     Action, AtomicPool, Failure, ProtocolError, ReceiverSession, SessionLimits, Verdict, WritePiece,
 };
@@ -48,6 +50,7 @@ fn limits() -> SessionLimits {
         memory: 1 << 20,
         max_open_docs: 4,
         discard: false,
+        accept_compression: CompressFlags::ALL,
     }
 }
 
@@ -61,6 +64,8 @@ fn hello(mode: Mode, docs: u32) -> Hello {
         batch_split: Default::default(),
         chunk_size: 1 << 16,
         docs,
+        macs: Default::default(),
+        compression: CompressFlags::NONE,
     }
 }
 
@@ -424,6 +429,70 @@ fn a_frame_after_the_closing_one_is_refused_not_written() {
     assert!(
         matches!(s.poll_action(), Some(Action::Ack { ack: a, .. }) if a.status == AckStatus::Ok)
     );
+}
+
+/// Compressed frames: only the kinds both ends agreed to, and a classified one only within one
+/// classified segment. A compressed plain frame is then recorded like any other, with the one
+/// tag of what travelled covering its declared length.
+#[test]
+fn compressed_frames_need_agreement_and_classified_ones_one_segment() {
+    // Classified: "SECRET" (14..20) and "KEY" (26..29); both segments are 6 and 3 bytes of the
+    // secure stream, at 0..6 and 6..9.
+    let content = b"public public SECRET plain KEY tail".to_vec();
+    let layout = Layout::from_ranges(content.len() as u64, &[14..20, 26..29]);
+    let manifest = || Doc {
+        doc: 0,
+        name: "doc".into(),
+        layout: layout.clone(),
+        marks: None,
+        padding: 0,
+    };
+    let pool = Arc::new(AtomicPool::new(1 << 22));
+    // The sender offered nothing: every compressed frame is refused.
+    let mut s = ReceiverSession::new(hello(Mode::Sieve, 1), limits(), pool.clone()).unwrap();
+    announce(&mut s, manifest()).unwrap();
+    assert_eq!(s.compression(), CompressFlags::NONE);
+    assert_eq!(
+        s.compressed(Kind::Plain, 0, 0, 10),
+        Err(ProtocolError::CompressionRefused { kind: Kind::Plain })
+    );
+    // Offered both, the receiver accepts plain only.
+    let mut h = hello(Mode::Sieve, 1);
+    h.compression = CompressFlags::ALL;
+    let only_plain = SessionLimits {
+        accept_compression: CompressFlags::PLAIN,
+        ..limits()
+    };
+    let mut s = ReceiverSession::new(h, only_plain, pool.clone()).unwrap();
+    announce(&mut s, manifest()).unwrap();
+    assert_eq!(s.compression(), CompressFlags::PLAIN);
+    assert_eq!(s.compressed(Kind::Plain, 0, 0, 26), Ok(()));
+    assert_eq!(
+        s.compressed(Kind::Secure, 0, 0, 6),
+        Err(ProtocolError::CompressionRefused { kind: Kind::Secure })
+    );
+    // Both accepted: a classified frame within one segment passes, across two it does not.
+    let mut s = ReceiverSession::new(h, limits(), pool).unwrap();
+    announce(&mut s, manifest()).unwrap();
+    assert_eq!(s.compression(), CompressFlags::ALL);
+    assert_eq!(s.compressed(Kind::Secure, 0, 0, 6), Ok(()));
+    assert_eq!(s.compressed(Kind::Secure, 0, 6, 3), Ok(()));
+    assert_eq!(s.compressed(Kind::Secure, 0, 2, 3), Ok(()));
+    assert_eq!(
+        s.compressed(Kind::Secure, 0, 4, 4),
+        Err(ProtocolError::SegmentsMixed { offset: 4, len: 4 })
+    );
+    assert!(matches!(
+        s.compressed(Kind::Secure, 0, 8, 4),
+        Err(ProtocolError::OutOfStream(_))
+    ));
+    // A whole plain stream in one compressed frame: one tag covers all of it.
+    let plain = stream(&content, &layout, Kind::Plain);
+    let n = plain.len() as u64;
+    assert!(matches!(
+        s.data(Kind::Plain, 0, 0, n, &[(0, n, tag(0, b"what travelled"))], Instant::now()),
+        Ok(Verdict::Write { pieces, .. }) if pieces.len() == 3
+    ));
 }
 
 /// Manifests are paid for: one whose placement and ledgers the session cannot afford is refused

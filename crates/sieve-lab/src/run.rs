@@ -189,6 +189,10 @@ pub(crate) struct SendOptions {
     pub(crate) cipher: &'static str,
     pub(crate) processing_ms_per_mb: f64,
     pub(crate) ranges: Option<PathBuf>,
+    /// `--compress` (`None`: the sender's default, auto).
+    pub(crate) compress: Option<String>,
+    /// `--compress-classified`.
+    pub(crate) compress_classified: bool,
 }
 
 impl SendOptions {
@@ -212,6 +216,8 @@ impl Default for SendOptions {
             cipher: "aes128gcm",
             processing_ms_per_mb: 0.0,
             ranges: None,
+            compress: None,
+            compress_classified: false,
         }
     }
 }
@@ -239,6 +245,9 @@ pub(crate) struct Session {
     pub(crate) integrate_ms: f64,
     pub(crate) cpu_ms: f64,
     pub(crate) cipher: String,
+    /// What compression did (bytes before and after, levels); absent from older senders.
+    #[serde(default)]
+    pub(crate) compression: Option<serde_json::Value>,
 }
 
 impl SendOptions {
@@ -272,6 +281,12 @@ impl SendOptions {
             .arg("--json");
         if let Some(r) = &self.ranges {
             cmd.arg("--ranges").arg(r);
+        }
+        if let Some(c) = &self.compress {
+            cmd.args(["--compress", c]);
+        }
+        if self.compress_classified {
+            cmd.arg("--compress-classified");
         }
         cmd.args(files);
         cmd

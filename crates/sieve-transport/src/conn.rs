@@ -87,11 +87,65 @@ impl FrameBudget {
         self.stats.peak_bytes.fetch_max(now, Ordering::AcqRel);
     }
 
+    /// Take `bytes` of the budget for a buffer that is not a frame's (a decompressed frame),
+    /// waiting like a frame buffer does, at most the budget's wait; [`BufferExhausted`] then.
+    /// The memory is given back when the [`Reservation`] is dropped.
+    pub async fn reserve(self: &Arc<Self>, bytes: usize, what: &str) -> Result<Reservation> {
+        let kib = bytes.div_ceil(1024) as u64;
+        let n = u32::try_from(kib).context("buffer reservation too large")?;
+        let since = Instant::now();
+        match self.permits.try_acquire_many(n) {
+            Ok(p) => p.forget(),
+            Err(TryAcquireError::NoPermits) => {
+                self.stats.waits.fetch_add(1, Ordering::Relaxed);
+                match tokio::time::timeout(self.max_wait, self.permits.acquire_many(n)).await {
+                    Ok(Ok(p)) => p.forget(),
+                    Ok(Err(_)) => bail!("the frame-buffer budget was closed"),
+                    Err(_) => {
+                        self.stats.exhausted.fetch_add(1, Ordering::Relaxed);
+                        return Err(BufferExhausted {
+                            what: what.to_string(),
+                            waited: since.elapsed(),
+                            limit_bytes: self.limit_bytes(),
+                        }
+                        .into());
+                    }
+                }
+            }
+            Err(TryAcquireError::Closed) => bail!("the frame-buffer budget was closed"),
+        }
+        self.took(kib);
+        Ok(Reservation {
+            budget: self.clone(),
+            kib,
+        })
+    }
+
     fn give_back(&self, kib: u64) {
         if kib > 0 {
             self.stats.bytes.fetch_sub(kib * 1024, Ordering::AcqRel);
             self.permits.add_permits(kib as usize);
         }
+    }
+}
+
+/// Bytes of a [`FrameBudget`] held for a buffer that is not a frame's; given back on drop.
+#[derive(Debug)]
+pub struct Reservation {
+    budget: Arc<FrameBudget>,
+    kib: u64,
+}
+
+impl Reservation {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        (self.kib * 1024) as usize
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.give_back(self.kib);
     }
 }
 
@@ -515,6 +569,15 @@ impl FrameWriter {
         let r = self.w().write_all(&scratch).await;
         self.scratch = scratch;
         r.context("sending a control frame")
+    }
+
+    /// Write whole frames already encoded in `bytes` (a compressed frame, built by the worker
+    /// that compressed it).
+    pub async fn frame_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        self.w()
+            .write_all(bytes)
+            .await
+            .context("sending a compressed frame")
     }
 
     /// Write a data frame without copying the payload.

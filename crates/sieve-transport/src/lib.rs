@@ -4,6 +4,7 @@
 //! send and receive loops, and the durable store. Algorithms live in the core; this crate only
 //! moves their results over sockets.
 
+pub mod calibrate;
 pub mod change;
 pub mod conn;
 pub mod cpu;

@@ -1,19 +1,27 @@
 //! Integrity of the plain channels: a keyed MAC of all cleartext, unit by unit.
 //!
 //! The plain channels cross the network in the clear, so their bytes must be checked before a
-//! document is committed (DESIGN §3). Every *unit* of a plain frame (see [`units`]) gets an
-//! AES-GMAC tag (AES-128-GCM over no plaintext, the unit as associated data) under a key that
-//! both ends derive from channel 0's TLS exporter, with the unit's `(document, offset)` as the
-//! 96-bit nonce, unique within a session. The tags never leave either end: each side folds them,
-//! ordered by offset, into a ledger digest (`sieve_core::ledger`) and the sender's digest travels
-//! inside TLS.
+//! document is committed (DESIGN §3). Every *unit* of a plain frame (see [`units`]) gets a tag
+//! under a key that both ends derive from channel 0's TLS exporter, bound to the unit's
+//! `(document, offset)`, unique within a session. The tags never leave either end: each side
+//! folds them, ordered by offset, into a ledger digest (`sieve_core::ledger`) and the sender's
+//! digest travels inside TLS.
 //!
-//! Why GMAC and not a plain hash: the point of the sieve is to spend less CPU on cleartext than
-//! TLS would; on CPUs with AES and carry-less multiply instructions GMAC runs at several times
-//! the speed of BLAKE3 (measured here: ~25 GB/s against ~4.7 GB/s), so integrity costs a small
-//! fraction of what encrypting the same bytes would.
+//! Which MAC is negotiated per session ([`sieve_core::mac`]), because the cheapest one depends
+//! on the CPU. The point of the sieve is to spend less CPU on cleartext than TLS would; on CPUs
+//! with AES and carry-less multiply instructions AES-GMAC runs at several times the speed of
+//! BLAKE3 (measured here: ~25 GB/s against ~4.7 GB/s), so integrity costs a small fraction of
+//! what encrypting the same bytes would. Without carry-less multiply GHASH runs in software, and
+//! keyed BLAKE3 (SIMD on any x86 or ARM core) or Poly1305 is several times faster than GMAC.
+//!
+//! | algorithm | tag of a unit |
+//! |---|---|
+//! | AES-GMAC | AES-128-GCM seal of no plaintext, the unit as associated data, nonce `doc ‖ offset` |
+//! | keyed BLAKE3 | `BLAKE3(key; unit ‖ doc ‖ offset)`: the fixed-size suffix keeps the unit's bytes on BLAKE3's 1 KiB chunk boundaries, so the SIMD path hashes them in place |
+//! | ChaCha20-Poly1305 | ChaCha20-Poly1305 seal of no plaintext, the unit as associated data, nonce `doc ‖ offset`: Poly1305 under a one-time key from ChaCha20's keystream for that nonce |
 
-use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
+use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, CHACHA20_POLY1305};
+use sieve_core::mac::MacAlg;
 use sieve_core::sieve::{OutOfStream, Placement};
 use sieve_core::Kind;
 
@@ -32,6 +40,9 @@ pub enum MacError {
     #[error("cannot compute the MAC of the cleartext at offset {offset} of document {doc}")]
     Seal { doc: u32, offset: u64 },
 }
+
+/// Set in the nonce of a compressed frame's tag (see [`PlainMac::zdata_tag`]).
+const ZDATA_NONCE_BIT: u64 = 1 << 63;
 
 /// Most bytes one tag covers: units never cross a multiple of this in the plain stream.
 pub const MAC_BLOCK: u64 = 256 << 10;
@@ -93,19 +104,49 @@ pub fn units(
     Ok(())
 }
 
-/// The per-session MAC key of the plain channels.
-pub struct PlainMac(LessSafeKey);
+/// The per-session MAC of the plain channels: the negotiated algorithm and its key.
+pub struct PlainMac {
+    alg: MacAlg,
+    key: Key,
+}
+
+enum Key {
+    /// An AEAD sealed over no plaintext: AES-128-GCM (GMAC) or ChaCha20-Poly1305.
+    Aead(LessSafeKey),
+    Blake3([u8; 32]),
+}
 
 impl PlainMac {
-    /// Derive the key from channel 0's exported keying material and the session id.
+    /// The AES-GMAC key ([`MacAlg::Gmac`]) from channel 0's exported keying material and the
+    /// session id; [`PlainMac::derive_for`] derives any algorithm's.
     pub fn derive(exported: &[u8; 32], session_id: &[u8; 16]) -> PlainMac {
+        PlainMac::derive_for(MacAlg::Gmac, exported, session_id)
+    }
+
+    /// The key of `alg` from channel 0's exported keying material and the session id, under the
+    /// algorithm's own label ([`MacAlg::key_context`]): the keys of two algorithms are
+    /// independent even within one session.
+    pub fn derive_for(alg: MacAlg, exported: &[u8; 32], session_id: &[u8; 16]) -> PlainMac {
         let mut ikm = [0u8; 48];
         ikm[..32].copy_from_slice(exported);
         ikm[32..].copy_from_slice(session_id);
-        let k = blake3::derive_key("security sieve v1 plain-channel GMAC key", &ikm);
-        // AES-128 accepts any 16-byte key, so this cannot fail.
-        let key = UnboundKey::new(&AES_128_GCM, &k[..16]).expect("16-byte AES-128 key");
-        PlainMac(LessSafeKey::new(key))
+        let k = blake3::derive_key(alg.key_context(), &ikm);
+        let key = match alg {
+            // Both AEADs accept any key of their length (16 and 32 bytes), so these cannot fail.
+            MacAlg::Gmac => Key::Aead(LessSafeKey::new(
+                UnboundKey::new(&AES_128_GCM, &k[..16]).expect("16-byte AES-128 key"),
+            )),
+            MacAlg::Poly1305 => Key::Aead(LessSafeKey::new(
+                UnboundKey::new(&CHACHA20_POLY1305, &k).expect("32-byte ChaCha20 key"),
+            )),
+            MacAlg::Blake3 => Key::Blake3(k),
+        };
+        PlainMac { alg, key }
+    }
+
+    /// The algorithm.
+    pub fn alg(&self) -> MacAlg {
+        self.alg
     }
 
     /// The tags of every unit (see [`units`]) of the contiguous plain frame `bytes` of `doc` at
@@ -135,21 +176,42 @@ impl PlainMac {
         }
     }
 
+    /// The tag of a compressed plain frame ([`sieve_core::message::ZData`]) of `doc` at
+    /// plain-stream `offset`: `payload` is the frame's whole payload as it travels (document,
+    /// offset, declared length, codec, compressed bytes). Both ends record it for the frame's
+    /// declared length. Its nonce has the top bit of the offset set, which no unit's offset has
+    /// (streams are far shorter than 2^63 bytes), so no tag of a compressed frame ever shares a
+    /// nonce with the tag of a raw unit.
+    pub fn zdata_tag(&self, doc: u32, offset: u64, payload: &[u8]) -> Result<[u8; 32], MacError> {
+        self.tag(doc, offset | ZDATA_NONCE_BIT, payload)
+            .map_err(|_| MacError::Seal { doc, offset })
+    }
+
     /// The tag of the unit of `doc` at plain-stream `offset`, widened for the ledger.
     pub fn tag(&self, doc: u32, offset: u64, bytes: &[u8]) -> Result<[u8; 32], MacError> {
         let mut n = [0u8; 12];
         n[..4].copy_from_slice(&doc.to_be_bytes());
         n[4..].copy_from_slice(&offset.to_be_bytes());
-        let sealed = self.0.seal_in_place_separate_tag(
-            Nonce::assume_unique_for_key(n),
-            Aad::from(bytes),
-            &mut [],
-        );
-        widen(
-            sealed.as_ref().map(|t| t.as_ref()).map_err(|_| ()),
-            doc,
-            offset,
-        )
+        match &self.key {
+            Key::Aead(key) => {
+                let sealed = key.seal_in_place_separate_tag(
+                    Nonce::assume_unique_for_key(n),
+                    Aad::from(bytes),
+                    &mut [],
+                );
+                widen(
+                    sealed.as_ref().map(|t| t.as_ref()).map_err(|_| ()),
+                    doc,
+                    offset,
+                )
+            }
+            Key::Blake3(key) => {
+                let mut h = blake3::Hasher::new_keyed(key);
+                h.update(bytes);
+                h.update(&n);
+                Ok(*h.finalize().as_bytes())
+            }
+        }
     }
 }
 
@@ -243,15 +305,71 @@ mod tests {
 
     #[test]
     fn tags_bind_key_bytes_and_position() {
-        let a = PlainMac::derive(&[1; 32], &[2; 16]);
-        let b = PlainMac::derive(&[1; 32], &[3; 16]);
-        let tag = |m: &PlainMac, doc, off, b: &[u8]| m.tag(doc, off, b).unwrap();
-        let t = tag(&a, 0, 0, b"hello");
-        assert_ne!(t, [0; 32]);
-        assert_eq!(t, tag(&a, 0, 0, b"hello"));
-        assert_ne!(t, tag(&a, 0, 0, b"hellp"));
-        assert_ne!(t, tag(&a, 0, 1, b"hello"));
-        assert_ne!(t, tag(&a, 1, 0, b"hello"));
-        assert_ne!(t, tag(&b, 0, 0, b"hello"));
+        for alg in MacAlg::ALL {
+            let a = PlainMac::derive_for(alg, &[1; 32], &[2; 16]);
+            let b = PlainMac::derive_for(alg, &[1; 32], &[3; 16]);
+            assert_eq!(a.alg(), alg);
+            let tag = |m: &PlainMac, doc, off, b: &[u8]| m.tag(doc, off, b).unwrap();
+            let t = tag(&a, 0, 0, b"hello");
+            assert_ne!(t, [0; 32], "{alg}");
+            assert_eq!(t, tag(&a, 0, 0, b"hello"), "{alg}");
+            assert_ne!(t, tag(&a, 0, 0, b"hellp"), "{alg}");
+            assert_ne!(t, tag(&a, 0, 1, b"hello"), "{alg}");
+            assert_ne!(t, tag(&a, 1, 0, b"hello"), "{alg}");
+            assert_ne!(t, tag(&b, 0, 0, b"hello"), "{alg}");
+            // A unit's bytes and its position cannot trade places (BLAKE3 appends the position).
+            assert_ne!(tag(&a, 0, 0, b""), tag(&a, 0, 0, &[0; 12]), "{alg}");
+        }
+        assert_eq!(
+            PlainMac::derive(&[1; 32], &[2; 16])
+                .tag(0, 0, b"x")
+                .unwrap(),
+            PlainMac::derive_for(MacAlg::Gmac, &[1; 32], &[2; 16])
+                .tag(0, 0, b"x")
+                .unwrap()
+        );
+    }
+
+    /// Each algorithm has its own key and construction: the same session never gives two
+    /// algorithms the same tag, and each matches its reference construction.
+    #[test]
+    fn algorithms_are_distinct_and_match_their_references() {
+        let (exp, sid) = ([9u8; 32], [8u8; 16]);
+        let tags: Vec<[u8; 32]> = MacAlg::ALL
+            .iter()
+            .map(|&a| {
+                PlainMac::derive_for(a, &exp, &sid)
+                    .tag(5, 1 << 20, b"cleartext")
+                    .unwrap()
+            })
+            .collect();
+        assert!(tags[0] != tags[1] && tags[1] != tags[2] && tags[0] != tags[2]);
+        let mut ikm = [0u8; 48];
+        ikm[..32].copy_from_slice(&exp);
+        ikm[32..].copy_from_slice(&sid);
+        let k = blake3::derive_key(MacAlg::Blake3.key_context(), &ikm);
+        let mut suffixed = b"cleartext".to_vec();
+        suffixed.extend_from_slice(&5u32.to_be_bytes());
+        suffixed.extend_from_slice(&(1u64 << 20).to_be_bytes());
+        assert_eq!(tags[1], *blake3::keyed_hash(&k, &suffixed).as_bytes());
+        // GMAC and Poly1305 tags are 16 bytes, zero-padded for the ledger.
+        assert_eq!(
+            (&tags[0][16..], &tags[2][16..]),
+            (&[0u8; 16][..], &[0u8; 16][..])
+        );
+    }
+
+    #[test]
+    fn a_compressed_frames_tag_is_never_a_units_tag() {
+        for alg in MacAlg::ALL {
+            let a = PlainMac::derive_for(alg, &[1; 32], &[2; 16]);
+            let t = a.tag(0, 0, b"hello").unwrap();
+            assert_ne!(a.zdata_tag(0, 0, b"hello").unwrap(), t, "{alg}");
+            assert_eq!(
+                a.zdata_tag(0, 0, b"hello").unwrap(),
+                a.zdata_tag(0, 0, b"hello").unwrap(),
+                "{alg}"
+            );
+        }
     }
 }

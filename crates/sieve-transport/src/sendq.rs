@@ -30,6 +30,25 @@ impl SendQueues {
             .unwrap_or(0)
     }
 
+    /// Bytes the peers of the watched sockets have acknowledged so far, and bytes still queued
+    /// in them (sent and not acknowledged, or not sent yet), each summed over the sockets: how
+    /// fast a link drains, and whether it had bytes waiting (see the sender's link monitor).
+    /// Sockets whose counts cannot be read count 0.
+    pub fn counts(&self) -> (u64, u64) {
+        self.0
+            .lock()
+            .map(|all| {
+                all.iter().fold((0, 0), |(a, q), fd| {
+                    let fd = fd.as_fd();
+                    (
+                        a + acknowledged(fd).unwrap_or(0),
+                        q + unacknowledged(fd).unwrap_or(0),
+                    )
+                })
+            })
+            .unwrap_or((0, 0))
+    }
+
     /// For each watched socket, how many bytes its peer will have acknowledged once everything
     /// written to it so far has arrived: the acknowledged bytes plus those still queued. A mark
     /// for [`SendQueues::delivered`].

@@ -723,6 +723,11 @@ async fn plain_frames_do_not_show_the_layout() {
                 let f = sieve_core::message::DataRef::parse(payload).unwrap();
                 frames.push((f.offset, f.payload.len() as u64));
             }
+            // Compressed frames are cut the same way: by size alone.
+            if h.ty == sieve_core::frame::FrameType::ZData {
+                let f = sieve_core::message::ZDataRef::parse(payload).unwrap();
+                frames.push((f.offset, u64::from(f.declared_len)));
+            }
             pos += sieve_core::frame::HEADER_LEN + h.len as usize;
         }
         let plain = r.plain_bytes;

@@ -202,6 +202,26 @@ impl Accent {
         self.fs_r.update(index, ci(s.dd, s.cr, self.ed_receiver));
     }
 
+    /// Phase 3 from a single figure: the receiver decompresses `dd` plain bytes per second
+    /// whatever the scheme (zstd decodes every level at about the same speed), as its SESSION
+    /// says. Every compressing scheme's receiver index is computed afresh from it (eq. 3).
+    pub fn set_receiver_speed(&mut self, dd: f64) {
+        if dd.is_nan() || dd <= 0.0 {
+            return;
+        }
+        for s in &mut self.schemes {
+            if s.codec.is_some() {
+                s.dd = dd;
+            }
+        }
+        let fs_r = self
+            .schemes
+            .iter()
+            .map(|s| ci(s.dd, s.cr, self.ed_receiver))
+            .collect();
+        self.fs_r = FloatingScale::new(fs_r, self.fs_r.omega());
+    }
+
     /// End of a quantum: Algorithm 1 on FS^S with what the current scheme measured, Algorithm 2
     /// for the next scheme, eq. 1-2 for its blend.
     pub fn end_quantum(&mut self, q: &SenderQuantum) -> AccentDecision {

@@ -109,23 +109,33 @@ pub struct CompressSample {
     pub plain: u64,
     /// Compressed bytes out (also when the frame then went raw).
     pub compressed: u64,
-    /// CPU time, seconds.
+    /// Seconds the compression took on its worker. The transport gives the worker's wall time,
+    /// which counts what other processes took from the same cores: a core shared with the
+    /// receiver, or with anything else, compresses that much slower, and the choice must plan
+    /// with the speed it will actually get.
     pub cpu_s: f64,
 }
 
 /// What the plain sockets did over a stretch of time.
 ///
-/// `busy_s` is the time within `elapsed_s` during which bytes were queued in the sockets (the
-/// send queue is observed): bytes drained while the queue was never empty left at the link's
-/// rate, while a queue that ran dry only says the sender was slower than the link.
+/// The send queue is observed around every write (see the transport's link monitor), which cuts
+/// time into intervals. An interval at whose end bytes were still queued was *busy*: the queue
+/// never ran dry in it, so the bytes it drained left at the link's rate, whatever the sender did.
+/// An interval that ended with the queue empty says only that the link is at least as fast as
+/// what left in it: `lower_bound` keeps the best such rate (over intervals long enough to smooth
+/// acknowledgements that come in bursts).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LinkSample {
-    /// Wire bytes the sockets drained.
+    /// Wire bytes the sockets drained over the whole stretch.
     pub drained: u64,
     /// Wall time, seconds.
     pub elapsed_s: f64,
-    /// Of that, seconds with bytes queued.
+    /// Of that, seconds in busy intervals.
     pub busy_s: f64,
+    /// Wire bytes drained in busy intervals.
+    pub busy_drained: u64,
+    /// The link is at least this fast (wire bytes per second; 0: nothing learnt).
+    pub lower_bound: f64,
 }
 
 /// What the receiver reports of its decompression.
@@ -162,6 +172,9 @@ pub struct FrameChoice {
 /// Exponentially weighted mean; weight of a new sample.
 const EWMA: f64 = 0.3;
 
+/// Least busy time in a stretch that measures the link (shorter ones are noise).
+const MIN_BUSY_S: f64 = 0.005;
+
 fn ewma(old: Option<f64>, new: f64) -> Option<f64> {
     Some(match old {
         Some(o) => o + EWMA * (new - o),
@@ -187,6 +200,9 @@ pub struct Auto {
     decision: Decision,
     probe_credit_s: f64,
     probe_up: bool,
+    /// The last stretch had no busy time while compressing: the link may be faster than the
+    /// compressors, so the next frame goes raw to measure it.
+    raw_probe_due: bool,
 }
 
 impl Auto {
@@ -211,6 +227,7 @@ impl Auto {
             },
             probe_credit_s: 0.0,
             probe_up: true,
+            raw_probe_due: false,
             cfg,
         }
     }
@@ -242,6 +259,12 @@ impl Auto {
     }
 
     /// The sockets' activity over a stretch: learn the link's rate; earn probing time.
+    ///
+    /// Busy time measures the link; a stretch without it only raises the estimate to its lower
+    /// bound. While compressing, such a stretch also asks for a raw frame (see
+    /// [`Auto::next_frame`]): the compressors may be what keeps the queue empty, and only a
+    /// frame sent as fast as the sender can send shows how fast the link really is (on loopback,
+    /// where compression must turn itself off, a raw frame drains at gigabytes per second).
     pub fn observe_link(&mut self, s: LinkSample) {
         if s.elapsed_s.is_nan() || s.elapsed_s <= 0.0 {
             return;
@@ -250,15 +273,20 @@ impl Auto {
         // Never bank more than a second of probing.
         self.probe_credit_s = self.probe_credit_s.min(1.0);
         let busy = s.busy_s.clamp(0.0, s.elapsed_s);
-        if busy > 0.01 * s.elapsed_s {
-            // The rate at which queued bytes left: the link's, however much of the time the
-            // sender kept it fed.
-            self.link = ewma(self.link, s.drained as f64 / busy);
-        } else {
-            // Next to nothing queued: the link is at least as fast as what left.
-            let lower = s.drained as f64 / s.elapsed_s;
+        let measured = busy >= MIN_BUSY_S && s.busy_drained > 0;
+        if measured {
+            self.link = ewma(self.link, s.busy_drained as f64 / busy);
+        }
+        let mut lower = s.lower_bound.max(0.0);
+        if !measured {
+            // Nothing queued long enough to measure: what left is a lower bound too.
+            lower = lower.max(s.drained as f64 / s.elapsed_s);
+        }
+        if lower > 0.0 {
             self.link = Some(self.link.map_or(lower, |l| l.max(lower)));
         }
+        // Only once something has left: before the first bytes drain there is nothing to learn.
+        self.raw_probe_due = !measured && s.drained > 0 && self.current.is_some();
     }
 
     /// The receiver's decompression speed.
@@ -366,12 +394,20 @@ impl Auto {
     }
 
     /// What to do with the next frame of `len` bytes: the current choice, or now and then a
-    /// probe of a neighbouring level while probing time is banked.
+    /// probe: a raw frame when the link could not be measured while compressing, else a
+    /// neighbouring level while probing time is banked.
     pub fn next_frame(&mut self, len: u64) -> FrameChoice {
         let chosen = FrameChoice {
             codec: self.current.map(|i| self.cfg.levels[i]),
             probe: false,
         };
+        if self.raw_probe_due && self.current.is_some() {
+            self.raw_probe_due = false;
+            return FrameChoice {
+                codec: None,
+                probe: true,
+            };
+        }
         let n = self.cfg.levels.len();
         let candidate = match self.current {
             None => Some(0),
@@ -400,6 +436,11 @@ impl Auto {
         } else {
             chosen
         }
+    }
+
+    /// The cores this policy may use.
+    pub fn cores(&self) -> u32 {
+        self.cfg.cores
     }
 }
 
@@ -441,6 +482,8 @@ mod tests {
                 drained: rate as u64,
                 elapsed_s: 1.0,
                 busy_s: 1.0,
+                busy_drained: rate as u64,
+                lower_bound: 0.0,
             });
         }
     }
@@ -521,10 +564,13 @@ mod tests {
             compressed: 59_400_000,
             cpu_s: 0.4,
         });
+        // Each 1.4 MB compressed frame's write drained at 3 GB/s before the queue emptied.
         a.observe_link(LinkSample {
             drained: 59_400_000,
             elapsed_s: 0.2,
-            busy_s: 0.0198,
+            busy_s: 0.0,
+            busy_drained: 0,
+            lower_bound: 3000.0 * MB,
         });
         assert!(a.link_rate().unwrap() > 2900.0 * MB, "{:?}", a.link_rate());
         assert_eq!(a.decide().codec, None);
@@ -591,6 +637,8 @@ mod tests {
                 drained: 3_000_000_000,
                 elapsed_s: 1.0,
                 busy_s: 1.0,
+                busy_drained: 3_000_000_000,
+                lower_bound: 0.0,
             });
             for _ in 0..715 {
                 let c = a.next_frame(4 << 20);
@@ -613,6 +661,8 @@ mod tests {
             drained: 12_500_000_000,
             elapsed_s: 100.0,
             busy_s: 100.0,
+            busy_drained: 12_500_000_000,
+            lower_bound: 0.0,
         });
         let probed: Vec<i32> = (0..2000)
             .map(|_| a.next_frame(1 << 20))
@@ -621,6 +671,62 @@ mod tests {
             .collect();
         assert!(probed.contains(&1) && probed.contains(&6), "{probed:?}");
         assert!(probed.iter().all(|l| [1, 6].contains(l)));
+    }
+
+    /// Compressing on loopback with small frames: no interval is busy and no write drains
+    /// enough to bound the link, so the next frame goes raw; its write shows the link's speed,
+    /// and compression turns off.
+    #[test]
+    fn an_unmeasured_link_asks_for_a_raw_frame() {
+        let mut a = measured(2, &TEXT);
+        assert_eq!(level(a.decision()), Some(1));
+        a.observe_link(LinkSample {
+            drained: 9_000_000,
+            elapsed_s: 0.1,
+            busy_s: 0.0,
+            busy_drained: 0,
+            lower_bound: 0.0,
+        });
+        // Only a lower bound (90 MB/s): compressing looks best (level 3: min(560, 90 / 0.30)).
+        assert_eq!(level(a.decide()), Some(3));
+        let probe = a.next_frame(256 << 10);
+        assert_eq!((probe.codec, probe.probe), (None, true));
+        // One raw probe per stretch.
+        assert!(a.next_frame(256 << 10).codec.is_some());
+        a.observe_link(LinkSample {
+            drained: 20_000_000,
+            elapsed_s: 0.1,
+            busy_s: 0.0,
+            busy_drained: 0,
+            lower_bound: 2500.0 * MB,
+        });
+        assert_eq!(a.decide().codec, None);
+        // Off: no more raw probes, only the cheapest level now and then.
+        a.observe_link(LinkSample {
+            drained: 250_000_000,
+            elapsed_s: 0.1,
+            busy_s: 0.0,
+            busy_drained: 0,
+            lower_bound: 2500.0 * MB,
+        });
+        assert!((0..100).all(|_| a.next_frame(256 << 10).codec != Some(Codec::zstd(1).unwrap())));
+    }
+
+    /// A busy stretch measures the link even if other stretches saw it faster (a raw burst into
+    /// empty socket buffers): the link's rate is what left while bytes waited.
+    #[test]
+    fn busy_time_measures_the_link() {
+        let mut a = measured(2, &TEXT);
+        a.observe_link(LinkSample {
+            drained: 2_000_000,
+            elapsed_s: 0.2,
+            busy_s: 0.16,
+            busy_drained: 2_000_000,
+            lower_bound: 0.0,
+        });
+        assert!((a.link_rate().unwrap() / MB - 12.5).abs() < 1e-9);
+        assert_eq!(level(a.decide()), Some(12));
+        assert!(!a.next_frame(1 << 20).probe || a.decision().codec.is_some());
     }
 
     #[test]

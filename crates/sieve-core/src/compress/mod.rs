@@ -22,18 +22,23 @@
 //! | ACCENT's policy, FSCN and TTSC together (`--compress accent`) | [`accent`] |
 //! | our policy (`--compress auto`) | [`auto`] |
 //! | the user's choice | [`choice`] |
+//! | whichever runs, behind one interface | [`policy`] |
 //!
-//! # Integrity: authenticate before decompressing
+//! # Integrity: tag what travels, before decompressing
 //!
-//! A compressed frame's MAC covers what travels: the whole [`crate::message::ZData`] payload,
-//! that is the document, the stream offset, the declared decompressed length, the codec byte
-//! and the compressed bytes ([`crate::message::ZDataRef::authenticated_prefix`] and then the
-//! bytes). The receiver checks the tag first and decompresses only an authentic frame, so
-//! libzstd never sees bytes an attacker on the path chose, and a tampered frame fails its
-//! document like any tampered cleartext. The declared length is bound by the tag and enforced by
-//! the [`Decoder`]: the receiver can count the output buffer against its memory budget before
-//! decompressing, from the header alone. The transport computes the tags; nothing here holds a
-//! key.
+//! A compressed plain frame's MAC covers what travels: the whole [`crate::message::ZData`]
+//! payload, that is the document, the stream offset, the declared decompressed length, the codec
+//! byte and the compressed bytes ([`crate::message::ZDataRef::authenticated_prefix`] and then
+//! the bytes). Both ends record that one tag for the frame's whole declared length, and the
+//! receiver computes it before it decompresses anything, so the ledger binds what crossed the
+//! network: a changed byte, offset, length or codec fails the document at its DOC_END like any
+//! tampered cleartext. Tags never travel, so the receiver cannot tell a frame is authentic
+//! before it decompresses it: libzstd does see bytes an attacker on the path may have changed.
+//! That is why the [`Decoder`] never produces more or fewer bytes than declared, its working
+//! memory is fixed, the output buffer is charged to the receiver's memory budget from the
+//! declared length alone before decompressing, a frame that does not decode fails its document
+//! at once, and the path is fuzzed (`fuzz/fuzz_targets/decompress.rs`). The transport computes
+//! the tags; nothing here holds a key.
 
 pub mod accent;
 pub mod auto;
@@ -42,6 +47,7 @@ pub mod codec;
 pub mod decoder;
 pub mod encoder;
 pub mod fscn;
+pub mod policy;
 pub mod ttsc;
 
 pub use accent::Accent;
@@ -50,3 +56,4 @@ pub use choice::{BadCompression, Compression};
 pub use codec::{BadLevel, Codec};
 pub use decoder::{decompress, Decoder, DecompressError};
 pub use encoder::{CompressError, Encoded, Encoder, RAW_ABOVE_RATIO};
+pub use policy::{Policy, Quantum};

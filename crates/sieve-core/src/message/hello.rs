@@ -6,9 +6,10 @@
 //! are split over channels and documents over batches, and how many documents will follow.
 
 use super::wire::Reader;
-use super::{write_frame, MessageError};
+use super::{write_frame, CompressFlags, MessageError};
 use crate::batch::BatchSplit;
 use crate::frame::FrameType;
+use crate::mac::{MacAlg, MacOffer};
 use crate::split::Split;
 
 /// Version of this wire format and of how its plain frames are authenticated; a receiver refuses
@@ -16,8 +17,12 @@ use crate::split::Split;
 /// 256 KiB block), no longer by frame, so frames need not end where runs do. 4: manifests are
 /// padded to size buckets ([`super::Doc::padding`]), names may be relative paths
 /// ([`crate::name`]), a sender may cancel a document ([`super::DocCancel`]), and acknowledgements
-/// say when a name exists or a document was cancelled. 5: runs of the layout shorter than 16 KiB
-/// are tagged together with their neighbours within a block (see the transport's `mac::units`).
+/// say when a name exists or a document was cancelled. 5: the sender offers the cleartext MACs it
+/// supports ([`Hello::macs`]) and the receiver names the one it chose ([`super::Session::mac`]);
+/// HELLO says what compressed frames the sender may send and SESSION what the receiver accepts
+/// of them, with its decompression speed ([`super::CompressFlags`], [`super::ZData`]); a
+/// manifest's placement is checked as it is parsed, and runs shorter than 16 KiB share a tag
+/// within their 256 KiB block.
 pub const PROTOCOL_VERSION: u16 = 5;
 
 /// Most TLS channels (channel 0 included) a session may ask for.
@@ -122,11 +127,18 @@ pub struct Hello {
     pub chunk_size: u32,
     /// Number of documents the session will carry; 0 = not known in advance.
     pub docs: u32,
+    /// The compressed frames the sender may send, if the receiver accepts them (its
+    /// [`super::Session::compression`] says which it does).
+    pub compression: CompressFlags,
+    /// The cleartext MACs the sender supports, most preferred first (by its own measurement).
+    /// On the wire, after every fixed field: a count byte, then one code per algorithm
+    /// ([`MacAlg::code`]).
+    pub macs: MacOffer,
 }
 
 impl Hello {
-    /// Payload bytes.
-    pub const PAYLOAD_LEN: usize = 15;
+    /// Payload bytes before the MAC offer.
+    pub const FIXED_LEN: usize = 16;
 
     /// Append the whole frame to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
@@ -141,6 +153,11 @@ impl Hello {
             ]);
             out.extend_from_slice(&self.chunk_size.to_be_bytes());
             out.extend_from_slice(&self.docs.to_be_bytes());
+            out.push(self.compression.byte());
+            let algs = self.macs.algs();
+            // At most MacAlg::COUNT distinct algorithms, so the count fits a byte.
+            out.push(algs.len() as u8);
+            out.extend(algs.iter().map(|a| a.code()));
         });
     }
 
@@ -165,10 +182,38 @@ impl Hello {
             },
             chunk_size: r.u32("chunk_size")?,
             docs: r.u32("docs")?,
+            compression: {
+                let b = r.u8("compression")?;
+                CompressFlags::from_byte(b).ok_or_else(|| r.unknown("compression", b))?
+            },
+            macs: parse_offer(&mut r)?,
         };
         r.finish()?;
         Ok(hello)
     }
+}
+
+/// The MAC offer: a count, then that many distinct known codes.
+fn parse_offer(r: &mut Reader<'_>) -> Result<MacOffer, MessageError> {
+    let n = r.u8("macs")?;
+    if usize::from(n) > MacAlg::COUNT {
+        return Err(MessageError::TooLong {
+            msg: "Hello",
+            field: "macs",
+            len: u64::from(n),
+            max: MacAlg::COUNT,
+        });
+    }
+    let mut algs = Vec::with_capacity(usize::from(n));
+    for _ in 0..n {
+        let code = r.u8("macs")?;
+        algs.push(MacAlg::from_code(code).ok_or_else(|| r.unknown("macs", code))?);
+    }
+    MacOffer::new(&algs).map_err(|why| MessageError::BadOffer {
+        msg: "Hello",
+        field: "macs",
+        why,
+    })
 }
 
 /// Why a receiver will not start the session a [`Hello`] asks for.
@@ -268,6 +313,8 @@ mod tests {
             batch_split: BatchSplit::Dynamic,
             chunk_size: 256 << 10,
             docs: 1,
+            macs: MacOffer::default(),
+            compression: CompressFlags::PLAIN,
         }
     }
 
@@ -307,6 +354,32 @@ mod tests {
                 value: 9,
                 ..
             })
+        ));
+    }
+
+    #[test]
+    fn compression_is_the_last_fixed_byte_and_reserved_bits_do_not_parse() {
+        let mut h = hello(Mode::Sieve, 1, 1);
+        h.compression = CompressFlags::ALL;
+        let mut out = Vec::new();
+        h.encode(&mut out);
+        let mut payload = out.split_off(crate::frame::HEADER_LEN);
+        assert_eq!(payload.len(), Hello::FIXED_LEN + 1 + h.macs.algs().len());
+        assert_eq!(payload[Hello::FIXED_LEN - 1], 3);
+        assert_eq!(Hello::parse(&payload), Ok(h));
+        payload[Hello::FIXED_LEN - 1] = 4;
+        assert!(matches!(
+            Hello::parse(&payload),
+            Err(MessageError::UnknownValue {
+                field: "compression",
+                value: 4,
+                ..
+            })
+        ));
+        // A HELLO of protocol 4 (no compression byte, no MAC offer) is truncated here.
+        assert!(matches!(
+            Hello::parse(&payload[..Hello::FIXED_LEN - 1]),
+            Err(MessageError::Truncated { .. })
         ));
     }
 

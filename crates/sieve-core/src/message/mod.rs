@@ -26,6 +26,7 @@
 
 mod ack;
 mod bye;
+mod compress_flags;
 mod data;
 mod doc;
 mod doc_cancel;
@@ -40,6 +41,7 @@ mod zdata;
 
 pub use ack::{Ack, AckStatus};
 pub use bye::Bye;
+pub use compress_flags::CompressFlags;
 pub use data::{Data, DataRef, DATA_HEADER_LEN, DATA_PREFIX_LEN};
 pub use doc::{bucket_len, Doc, DocRef, MIN_DOC_BUCKET};
 pub use doc_cancel::DocCancel;
@@ -154,6 +156,16 @@ pub enum MessageError {
     LayoutOverflow {
         /// Message type.
         msg: &'static str,
+    },
+    /// A list of MACs that is empty or names one twice.
+    #[error("{msg} message: field `{field}`: {why}")]
+    BadOffer {
+        /// Message type.
+        msg: &'static str,
+        /// Field.
+        field: &'static str,
+        /// What is wrong with the list.
+        why: crate::mac::OfferError,
     },
     /// Padding holds a byte other than zero (padding is zeros, so the encoding is canonical).
     #[error("{msg} message: padding holds a byte other than zero")]

@@ -15,9 +15,10 @@
 //! - `codec`: compressor and level ([`crate::compress::Codec`]); unknown values are refused here.
 //!
 //! What the MAC binds: the whole payload as it travels, these 17 bytes and the compressed bytes.
-//! The receiver checks the tag before it decompresses anything, so a tampered frame fails its
-//! document without ever reaching libzstd, and neither offset, length nor codec can be changed
-//! on the way.
+//! The receiver takes the tag before it decompresses anything and records it for the frame's
+//! declared length, so neither bytes nor offset, length or codec can be changed on the way
+//! without failing the document (see [`crate::compress`] for what the decoder must withstand
+//! meanwhile).
 
 use super::wire::Reader;
 use super::{write_frame, MessageError};

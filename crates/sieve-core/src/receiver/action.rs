@@ -205,4 +205,19 @@ pub enum ProtocolError {
         /// Kind of the frame.
         kind: Kind,
     },
+    /// A compressed frame of a kind the session did not agree to (SESSION said which).
+    #[error("a compressed {kind:?} frame, which this session did not agree to (the receiver's SESSION said which compressed frames it accepts)")]
+    CompressionRefused {
+        /// Kind of the frame.
+        kind: Kind,
+    },
+    /// A compressed classified frame holding bytes of more than one classified segment: each
+    /// segment must be compressed alone, so that no context mixes two secrets.
+    #[error("a compressed classified frame at offset {offset} ({len} bytes) spans more than one classified segment; each segment must be compressed alone")]
+    SegmentsMixed {
+        /// Offset in the secure stream.
+        offset: u64,
+        /// Declared length.
+        len: u64,
+    },
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::ledger::{LedgerError, UnitTag};
-use crate::message::{Ack, AckStatus, DocEnd, DocRef, Hello, HelloRefusal, Mode};
+use crate::message::{Ack, AckStatus, CompressFlags, DocEnd, DocRef, Hello, HelloRefusal, Mode};
 use crate::name;
 use crate::sieve::Placement;
 use crate::Kind;
@@ -37,6 +37,9 @@ pub struct SessionLimits {
     pub max_open_docs: u64,
     /// Verify and acknowledge, but write nothing (benchmarks).
     pub discard: bool,
+    /// The compressed frames this receiver accepts (the session agrees to those of them the
+    /// HELLO offers).
+    pub accept_compression: CompressFlags,
 }
 
 /// The receiving side of one session (see the [module documentation](super)).
@@ -54,6 +57,8 @@ pub struct ReceiverSession {
     open_files: u64,
     actions: VecDeque<Action>,
     ended: bool,
+    /// The compressed frames both ends agreed to.
+    compression: CompressFlags,
 }
 
 impl ReceiverSession {
@@ -66,7 +71,9 @@ impl ReceiverSession {
     ) -> Result<ReceiverSession, HelloRefusal> {
         hello.validate(limits.max_docs)?;
         let account = Account::new(pool, limits.memory);
+        let compression = hello.compression.intersect(limits.accept_compression);
         Ok(ReceiverSession {
+            compression,
             hello,
             limits,
             account,
@@ -82,6 +89,47 @@ impl ReceiverSession {
     /// What the client asked for.
     pub fn hello(&self) -> &Hello {
         &self.hello
+    }
+
+    /// The compressed frames this session agreed to: what the HELLO offered and the receiver
+    /// accepts. SESSION tells the sender.
+    pub fn compression(&self) -> CompressFlags {
+        self.compression
+    }
+
+    /// A compressed frame of `kind` arrived for `doc`, declaring `declared_len` bytes at stream
+    /// `offset`: may it be decompressed? Call before decompressing; then hand the decompressed
+    /// bytes to [`ReceiverSession::data`] as usual (a plain frame with the one tag of what
+    /// travelled).
+    ///
+    /// Refused: a kind of compressed frame the session did not agree to, and a classified frame
+    /// whose bytes belong to more than one classified segment (each segment is compressed alone,
+    /// so that no compression context holds two secrets). A frame of a document that is not
+    /// being received passes: [`ReceiverSession::data`] then says what becomes of it.
+    pub fn compressed(
+        &self,
+        kind: Kind,
+        doc: u32,
+        offset: u64,
+        declared_len: u64,
+    ) -> Result<(), ProtocolError> {
+        if !self.compression.allows(kind) {
+            return Err(ProtocolError::CompressionRefused { kind });
+        }
+        if kind == Kind::Secure {
+            if let Some(d) = self.docs.get(&doc) {
+                let mut runs = 0u32;
+                d.placement
+                    .place(kind, offset, declared_len, |_, _, _| runs += 1)?;
+                if runs > 1 {
+                    return Err(ProtocolError::SegmentsMixed {
+                        offset,
+                        len: declared_len,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A channel presented a valid token for `(kind, index)`: take its slot. Each slot is taken

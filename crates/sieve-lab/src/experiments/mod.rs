@@ -5,6 +5,7 @@
 mod batches;
 mod capacity;
 mod channels;
+mod compress;
 mod cpu_p;
 mod delay;
 mod f5_1;
@@ -183,6 +184,11 @@ pub(crate) fn all() -> Vec<Experiment> {
             "WAN",
             "Several channels over 20-100 ms round trips at 100 and 1000 Mbit/s (N = M = 1..8)",
             wan::run
+        ),
+        single!(
+            "COMPRESS",
+            "Compression of the cleartext: auto, ACCENT, fixed levels, off against the link rate",
+            compress::run
         ),
     ]
 }

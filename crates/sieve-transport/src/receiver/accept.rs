@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
+use sieve_core::mac::negotiate;
 use sieve_core::message::{self, Hello, Join, JoinOk, Message, Session as SessionMsg};
 use sieve_core::receiver::{ReceiverSession, SessionLimits};
 use sieve_core::Kind;
@@ -150,7 +151,7 @@ impl Shared {
                     .clone()
                     .start_session(
                         hello,
-                        (JoinKey::derive(&km, &id), PlainMac::derive(&km, &id)),
+                        (JoinKey::derive(&km, &id), km),
                         id,
                         reader,
                         writer,
@@ -288,6 +289,7 @@ impl Shared {
             memory: protocol_memory_share(l),
             max_open_docs: self.fds.session_docs(),
             discard: self.cfg.discard,
+            accept_compression: self.cfg.accept_compression,
         }
     }
 
@@ -296,7 +298,7 @@ impl Shared {
     pub(super) async fn start_session(
         self: Arc<Self>,
         hello: Hello,
-        (key, mac): (JoinKey, PlainMac),
+        (key, km): (JoinKey, [u8; 32]),
         id: [u8; 16],
         mut reader: FrameReader,
         mut writer: FrameWriter,
@@ -311,6 +313,16 @@ impl Shared {
             Ok(sm) => sm,
             Err(why) => {
                 let m = message::Error::new(why.code(), why.to_string());
+                writer.send(|o| m.encode(o)).await?;
+                writer.flush().await?;
+                bail!("refused HELLO from {}: {why}", who.0);
+            }
+        };
+        // The cleartext MAC: this receiver's fastest among what the sender offers.
+        let mac = match negotiate(&hello.macs, &self.cfg.macs) {
+            Ok(alg) => PlainMac::derive_for(alg, &km, &id),
+            Err(why) => {
+                let m = message::Error::new(message::Error::PROTOCOL, why.to_string());
                 writer.send(|o| m.encode(o)).await?;
                 writer.flush().await?;
                 bail!("refused HELLO from {}: {why}", who.0);
@@ -331,6 +343,11 @@ impl Shared {
             plain_addr: self.advertise.clone(),
             max_payload: frame.max_payload,
             max_open_docs: u32::try_from(self.fds.session_docs()).unwrap_or(u32::MAX),
+            mac: mac.alg(),
+            compression: sm.compression(),
+            decompress_mbps: self.decompress_mbps,
+            decompress_cores: std::thread::available_parallelism()
+                .map_or(1, |n| u8::try_from(n.get()).unwrap_or(u8::MAX)),
         };
         // Only buffered here: it goes out (below) once the session can be found by its JOINs.
         writer.send(|o| reply.encode(o)).await?;
@@ -348,7 +365,7 @@ impl Shared {
             .map_err(|_| anyhow!("poisoned"))?
             .insert(id, session.clone());
         self.stats.sessions_started.fetch_add(1, Ordering::Relaxed);
-        info!(session = %session.hex_id(), peer = %session.who(), mode = ?hello.mode, secure = hello.secure_channels, plain = hello.plain_channels, %cipher, "session started");
+        info!(session = %session.hex_id(), peer = %session.who(), mode = ?hello.mode, secure = hello.secure_channels, plain = hello.plain_channels, %cipher, mac = %reply.mac, "session started");
         let sent = session.ctl.lock().await.flush().await;
         session.attach(&mut reader);
         let result = match sent {

@@ -28,6 +28,7 @@ use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
+use sieve_core::mac::MacPreference;
 use sieve_core::receiver::AtomicPool;
 
 use crate::conn::{BufferStats, FrameBudget};
@@ -42,9 +43,11 @@ mod admission;
 mod files;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;
+mod inflate;
 mod limits;
 mod session;
 
+pub use inflate::decompress_speed_mbps;
 pub use limits::{
     honest_buffer_bytes, honest_payload, protocol_memory_bytes, protocol_memory_share,
     session_frame_limit, FdBudget, ServeLimits, DEFAULT_MAX_BUFFER_BYTES, HONEST_FRAME_KIB,
@@ -67,6 +70,13 @@ pub struct ServeConfig {
     pub limits: ServeLimits,
     /// Whether files are replaced, their mode, folders per client (see [`crate::store`]).
     pub store: StoreOptions,
+    /// The cleartext MACs this receiver accepts, by its own measured speed
+    /// ([`crate::calibrate`]); it picks one among each sender's offer
+    /// ([`sieve_core::mac::negotiate`]).
+    pub macs: MacPreference,
+    /// The compressed frames this receiver accepts (a session uses those of them its sender
+    /// offers); `CompressFlags::ALL` normally.
+    pub accept_compression: sieve_core::message::CompressFlags,
 }
 
 /// Counters a receiver keeps; read them in tests and reports.
@@ -88,6 +98,9 @@ pub struct Stats {
     pub buffer: Arc<BufferStats>,
     /// Sessions ended because a channel waited too long for frame-buffer memory.
     pub buffer_refusals: AtomicU64,
+    /// Compressed frames decompressed, and the bytes they gave.
+    pub frames_decompressed: AtomicU64,
+    pub bytes_decompressed: AtomicU64,
 }
 
 struct Shared {
@@ -111,6 +124,8 @@ struct Shared {
     protocol_memory: Arc<AtomicPool>,
     /// The output folder; `None` with `discard`.
     store: Option<Store>,
+    /// This receiver's decompression speed, MB/s on one core (told to senders in SESSION).
+    decompress_mbps: u32,
 }
 
 /// A receiver bound to its ports, ready to run.
@@ -180,6 +195,11 @@ impl Receiver {
             sessions: Mutex::new(HashMap::new()),
             advertise,
             store,
+            decompress_mbps: if cfg.accept_compression == sieve_core::message::CompressFlags::NONE {
+                0
+            } else {
+                decompress_speed_mbps()
+            },
             cfg,
         });
         Ok(Receiver { tls, plain, shared })

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use sieve_core::frame::{FrameType, Limits};
-use sieve_core::message::{self, Ack, AckStatus, DataRef, DocCancel, DocEnd, DocRef};
+use sieve_core::ledger::UnitTag;
+use sieve_core::message::{self, Ack, AckStatus, DataRef, DocCancel, DocEnd, DocRef, ZDataRef};
 use sieve_core::receiver::{Action, Lookup, ReceiverSession, Verdict};
 use sieve_core::Kind;
 use tokio::sync::{watch, Notify};
@@ -24,6 +25,7 @@ use crate::mac::PlainMac;
 use crate::token::JoinKey;
 
 use super::files::{commit_failure, Files};
+use super::inflate::Inflate;
 use super::Shared;
 use crate::store::Store;
 
@@ -132,6 +134,7 @@ impl Session {
     pub(super) async fn run_channel(self: &Arc<Self>, kind: Kind, reader: &mut FrameReader) {
         let mut abort = self.abort_tx.subscribe();
         let idle = self.shared.cfg.limits.idle_timeout;
+        let mut inflate = None;
         loop {
             let frame = tokio::select! {
                 f = tokio::time::timeout(idle, reader.read()) => f,
@@ -146,6 +149,10 @@ impl Session {
                 Ok(Ok(None)) => return,
                 Ok(Ok(Some((FrameType::Data, payload)))) => match DataRef::parse(payload) {
                     Ok(d) => self.data(kind, d).await,
+                    Err(e) => Err(e.into()),
+                },
+                Ok(Ok(Some((FrameType::ZData, payload)))) => match ZDataRef::parse(payload) {
+                    Ok(z) => self.zdata(kind, z, payload, &mut inflate).await,
                     Err(e) => Err(e.into()),
                 },
                 Ok(Ok(Some((ty, _)))) => {
@@ -169,6 +176,7 @@ impl Session {
     pub(super) async fn control_loop(self: &Arc<Self>, reader: &mut FrameReader) -> Result<()> {
         let idle = self.shared.cfg.limits.idle_timeout;
         let mut abort = self.abort_tx.subscribe();
+        let mut inflate = None;
         loop {
             let frame = tokio::select! {
                 f = tokio::time::timeout(idle, reader.read()) => f,
@@ -186,6 +194,10 @@ impl Session {
             };
             match ty {
                 FrameType::Data => self.data(Kind::Secure, DataRef::parse(payload)?).await?,
+                FrameType::ZData => {
+                    let z = ZDataRef::parse(payload)?;
+                    self.zdata(Kind::Secure, z, payload, &mut inflate).await?
+                }
                 FrameType::Doc => self.manifest(&DocRef::parse(payload)?).await?,
                 FrameType::DocEnd => self.doc_end(DocEnd::parse(payload)?).await?,
                 FrameType::DocCancel => self.doc_cancel(DocCancel::parse(payload)?).await?,
@@ -273,29 +285,125 @@ impl Session {
             }
             Some(_) => Vec::new(),
         };
-        let (verdict, actions) = {
-            let mut sm = self.sm();
-            let v = sm.data(kind, d.doc, d.offset, len, &tags, Instant::now())?;
-            (v, Self::take_actions(&mut sm))
-        };
         self.shared
             .stats
             .bytes_received
             .fetch_add(len, Ordering::Relaxed);
+        self.record_and_write(kind, d.doc, d.offset, d.payload, &tags)
+            .await
+    }
+
+    /// One compressed frame: take the tag of what travelled (a plain frame's whole payload)
+    /// before anything is decompressed, check that the session agreed to such frames, decompress
+    /// into the channel's buffer (charged to the frame-buffer budget from the declared length),
+    /// then record and write the declared bytes like any data frame, the one tag covering them.
+    /// A frame that does not decompress fails its document: on a plain channel it was changed on
+    /// the way; inside TLS the sender is broken.
+    pub(super) async fn zdata(
+        self: &Arc<Self>,
+        kind: Kind,
+        z: ZDataRef<'_>,
+        payload: &[u8],
+        inflate: &mut Option<Inflate>,
+    ) -> Result<()> {
+        let declared = u64::from(z.declared_len);
+        if self.lookup(z.doc).await?.is_none() {
+            return Ok(());
+        }
+        self.sm().compressed(kind, z.doc, z.offset, declared)?;
+        let tags: Vec<UnitTag> = match kind {
+            Kind::Plain => vec![(
+                z.offset,
+                declared,
+                self.mac.zdata_tag(z.doc, z.offset, payload)?,
+            )],
+            Kind::Secure => Vec::new(),
+        };
+        self.shared
+            .stats
+            .bytes_received
+            .fetch_add(payload.len() as u64, Ordering::Relaxed);
+        let inf = match inflate {
+            Some(i) => i,
+            None => inflate.insert(Inflate::new(
+                self.frame.max_payload as usize,
+                self.shared.buffers.clone(),
+            )?),
+        };
+        let bytes = match inf.inflate(z.compressed, declared).await? {
+            Ok(b) => b,
+            Err(e) => {
+                let (status, why) = match kind {
+                    Kind::Plain => (
+                        AckStatus::IntegrityError,
+                        format!(
+                            "a compressed frame of its cleartext (offset {}) does not decompress: \
+                             {e}; a plain channel was tampered with",
+                            z.offset
+                        ),
+                    ),
+                    Kind::Secure => (
+                        AckStatus::ProtocolError,
+                        format!(
+                            "a compressed classified frame (offset {}) does not decompress: {e}",
+                            z.offset
+                        ),
+                    ),
+                };
+                let actions = {
+                    let mut sm = self.sm();
+                    sm.fail(z.doc, status, why);
+                    Self::take_actions(&mut sm)
+                };
+                self.run_actions(actions).await;
+                return Ok(());
+            }
+        };
+        self.shared
+            .stats
+            .frames_decompressed
+            .fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .stats
+            .bytes_decompressed
+            .fetch_add(declared, Ordering::Relaxed);
+        let r = self
+            .record_and_write(kind, z.doc, z.offset, bytes, &tags)
+            .await;
+        inf.settle();
+        r
+    }
+
+    /// Hand a frame's `bytes` (at stream `offset` of `doc`, tagged with `tags` if plain) to the
+    /// state machine, then write them where its verdict says and report the write done.
+    async fn record_and_write(
+        self: &Arc<Self>,
+        kind: Kind,
+        doc: u32,
+        offset: u64,
+        bytes: &[u8],
+        tags: &[UnitTag],
+    ) -> Result<()> {
+        let len = bytes.len() as u64;
+        let (verdict, actions) = {
+            let mut sm = self.sm();
+            let v = sm.data(kind, doc, offset, len, tags, Instant::now())?;
+            (v, Self::take_actions(&mut sm))
+        };
         self.run_actions(actions).await;
         match verdict {
             Verdict::Write { file, pieces } => {
-                let result = self.files.write(&file, &pieces, d.payload);
+                let result = self.files.write(&file, &pieces, bytes);
                 let actions = {
                     let mut sm = self.sm();
-                    sm.write_done(d.doc, result);
+                    sm.write_done(doc, result);
                     Self::take_actions(&mut sm)
                 };
                 self.run_actions(actions).await;
             }
             Verdict::Recorded | Verdict::Drop => {}
             // The manifest was looked up a moment ago, so it cannot be missing now.
-            Verdict::NotYet => bail!("internal error: document {} lost its manifest", d.doc),
+            Verdict::NotYet => bail!("internal error: document {doc} lost its manifest"),
         }
         Ok(())
     }

@@ -18,6 +18,7 @@ use crate::conn::FrameWriter;
 use crate::mac::{self, PlainMac, Tag, MAC_BLOCK};
 use crate::source::{Slice, Source};
 
+use super::compress::Compressor;
 use super::Progress;
 
 /// Per-kind source of pieces for the channels.
@@ -69,6 +70,8 @@ pub(super) struct Shared {
     pub(super) progress: Arc<Progress>,
     /// Answers the documents' lease breaks while they are sent.
     pub(super) leases: Option<Leases>,
+    /// Compression of the streams the session agreed to compress.
+    pub(super) compressor: Option<Arc<Compressor>>,
 }
 
 impl Shared {
@@ -170,7 +173,7 @@ impl Shared {
     }
 
     /// Record cleartext tags in `doc`'s ledger.
-    fn record(&self, doc: u32, tags: Vec<Tag>) -> Result<()> {
+    pub(super) fn record(&self, doc: u32, tags: Vec<Tag>) -> Result<()> {
         let mut ledger = self.plain_ledgers[doc as usize]
             .lock()
             .map_err(|_| anyhow!("poisoned"))?;
@@ -204,6 +207,7 @@ impl Shared {
     }
 
     /// Send every piece this channel is given. `w` is `None` for channel 0, which shares `ctl`.
+    /// Where frames of this kind may be compressed, [`Shared::channel_compressed`] does it.
     pub(super) async fn channel(
         &self,
         kind: Kind,
@@ -211,25 +215,16 @@ impl Shared {
         mut w: Option<FrameWriter>,
         counter: Arc<AtomicU64>,
     ) -> Result<()> {
+        if let Some(c) = self.compressor.as_ref().filter(|c| c.active(kind)) {
+            return self
+                .channel_compressed(kind, idx, w, counter, c.clone())
+                .await;
+        }
         let chunk = self.chunks[kind.index()];
         let mut buf = vec![0u8; chunk];
-        // Mapped bytes this channel has sent since it last released pages: (document, raw range).
-        let mut sent: Option<(usize, std::ops::Range<u64>)> = None;
+        let mut release = Release::default();
         while let Some(piece) = self.work[kind.index()].next(idx) {
-            if let Some(need) = piece.doc.checked_sub(self.window) {
-                // The receiver holds a file open per document in progress: start this one only
-                // once the document `window` places back (and all before it) is acknowledged.
-                // Flush first: that document may still have bytes in our buffer.
-                match w.as_mut() {
-                    Some(w) => w.flush().await?,
-                    None => self.ctl.lock().await.flush().await?,
-                }
-                let mut acked = self.acked_below.subscribe();
-                acked
-                    .wait_for(|&a| a > need)
-                    .await
-                    .map_err(|_| anyhow!("the session ended"))?;
-            }
+            self.wait_for_window(piece.doc, &mut w).await?;
             let src = &self.sources[piece.doc as usize];
             let mut off = piece.offset;
             let end = piece.offset + piece.len;
@@ -237,9 +232,7 @@ impl Shared {
                 // Held while this frame reads the file: a broken lease is released (and the
                 // file's writer let go) only once no frame is reading it.
                 let reading = src.watch().gate().read().await;
-                if self.answered[piece.doc as usize].load(Ordering::Acquire)
-                    || src.watch().check().is_err()
-                {
+                if self.skip(piece.doc) {
                     // The receiver failed this document already and drops whatever else of it
                     // comes, or its file changed and it will be cancelled: the rest of the piece
                     // is not worth the bandwidth (and, changed, must not be read).
@@ -250,60 +243,11 @@ impl Shared {
                     break;
                 }
                 let n = ((end - off) as usize).min(chunk);
-                let raw = match w.as_mut() {
-                    Some(w) if kind == Kind::Plain && src.is_mapped() => {
-                        self.send_mapped_plain(w, src, piece.doc, off, n).await?
-                    }
-                    _ => {
-                        // Reads may block on the disk; a mapping is copied from memory, and
-                        // only for classified frames that span runs (TLS copies them anyway).
-                        let frame = if src.is_mapped() {
-                            src.frame(kind, off, n, &mut buf)
-                        } else {
-                            tokio::task::block_in_place(|| src.frame(kind, off, n, &mut buf))
-                        }?;
-                        if kind == Kind::Plain {
-                            let tags =
-                                self.mac
-                                    .frame_tags(src.streams(), piece.doc, off, frame.bytes)?;
-                            self.record(piece.doc, tags)?;
-                        }
-                        match w.as_mut() {
-                            Some(w) => w.data(piece.doc, off, frame.bytes).await?,
-                            None => {
-                                self.ctl
-                                    .lock()
-                                    .await
-                                    .data(piece.doc, off, frame.bytes)
-                                    .await?
-                            }
-                        }
-                        frame.raw
-                    }
-                };
+                let raw = self
+                    .send_raw(kind, &mut w, piece.doc, off, n, &mut buf)
+                    .await?;
                 if let Some(raw) = raw {
-                    // The bytes are in the kernel (or our buffer) now: let the pages go every
-                    // few MiB, so that resident memory stays small whatever the document size.
-                    let doc = piece.doc as usize;
-                    match &mut sent {
-                        Some((d, r)) if *d == doc => {
-                            r.start = r.start.min(raw.start);
-                            r.end = r.end.max(raw.end);
-                        }
-                        _ => {
-                            if let Some((d, r)) = sent.take() {
-                                self.sources[d].release(r);
-                            }
-                            sent = Some((doc, raw));
-                        }
-                    }
-                    if let Some((d, r)) = sent
-                        .as_mut()
-                        .filter(|(_, r)| r.end - r.start >= RELEASE_EVERY)
-                    {
-                        self.sources[*d].release(r.clone());
-                        r.start = r.end;
-                    }
+                    release.add(&self.sources, piece.doc as usize, raw);
                 }
                 drop(reading);
                 counter.fetch_add(n as u64, Ordering::Relaxed);
@@ -311,9 +255,90 @@ impl Shared {
                 self.piece_done(piece.doc, n as u64, &mut w).await?;
             }
         }
-        if let Some((d, r)) = sent {
-            self.sources[d].release(r);
+        release.finish(&self.sources);
+        self.close(&mut w).await
+    }
+
+    /// Whether the rest of `doc` is not to be sent: the receiver has answered for it already (a
+    /// failure), or its file changed (it will be cancelled, and must not be read any more).
+    pub(super) fn skip(&self, doc: u32) -> bool {
+        self.answered[doc as usize].load(Ordering::Acquire)
+            || self.sources[doc as usize].watch().check().is_err()
+    }
+
+    /// Before a piece of `doc`: the receiver holds a file open per document in progress, so
+    /// start this one only once the document `window` places back (and all before it) is
+    /// acknowledged. Flushes first: that document may still have bytes in our buffer.
+    pub(super) async fn wait_for_window(
+        &self,
+        doc: u32,
+        w: &mut Option<FrameWriter>,
+    ) -> Result<()> {
+        if let Some(need) = doc.checked_sub(self.window) {
+            match w.as_mut() {
+                Some(w) => w.flush().await?,
+                None => self.ctl.lock().await.flush().await?,
+            }
+            let mut acked = self.acked_below.subscribe();
+            acked
+                .wait_for(|&a| a > need)
+                .await
+                .map_err(|_| anyhow!("the session ended"))?;
         }
+        Ok(())
+    }
+
+    /// Send `n` bytes of `doc`'s `kind` stream from `off` as one DATA frame, as they are, and
+    /// record a cleartext frame's tags. Returns the span of the file they came from, if mapped.
+    /// The caller holds the file's gate.
+    pub(super) async fn send_raw(
+        &self,
+        kind: Kind,
+        w: &mut Option<FrameWriter>,
+        doc: u32,
+        off: u64,
+        n: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<std::ops::Range<u64>>> {
+        let src = &self.sources[doc as usize];
+        let link = self.compressor.as_ref().and_then(|c| c.link(kind));
+        if let Some(l) = link {
+            l.mark();
+        }
+        let raw = match w.as_mut() {
+            Some(w) if kind == Kind::Plain && src.is_mapped() => {
+                self.send_mapped_plain(w, src, doc, off, n).await?
+            }
+            _ => {
+                if buf.len() < n {
+                    buf.resize(n, 0);
+                }
+                // Reads may block on the disk; a mapping is copied from memory, and only for
+                // classified frames that span runs (TLS copies them anyway).
+                let frame = if src.is_mapped() {
+                    src.frame(kind, off, n, buf)
+                } else {
+                    tokio::task::block_in_place(|| src.frame(kind, off, n, buf))
+                }?;
+                if kind == Kind::Plain {
+                    let tags = self.mac.frame_tags(src.streams(), doc, off, frame.bytes)?;
+                    self.record(doc, tags)?;
+                }
+                match w.as_mut() {
+                    Some(w) => w.data(doc, off, frame.bytes).await?,
+                    None => self.ctl.lock().await.data(doc, off, frame.bytes).await?,
+                }
+                frame.raw
+            }
+        };
+        if let Some(l) = link {
+            l.mark();
+        }
+        Ok(raw)
+    }
+
+    /// The channel's last bytes: flush, and close a channel of its own.
+    pub(super) async fn close(&self, w: &mut Option<FrameWriter>) -> Result<()> {
         match w.as_mut() {
             Some(w) => {
                 w.flush().await?;
@@ -322,6 +347,46 @@ impl Shared {
             None => self.ctl.lock().await.flush().await?,
         }
         Ok(())
+    }
+}
+
+/// Mapped bytes a channel has sent since it last released their pages.
+#[derive(Default)]
+pub(super) struct Release {
+    sent: Option<(usize, std::ops::Range<u64>)>,
+}
+
+impl Release {
+    /// The bytes `raw` of `doc`'s file are in the kernel (or a buffer of ours) now: let the
+    /// pages go every few MiB, so that resident memory stays small whatever the document size.
+    pub(super) fn add(&mut self, sources: &[Source], doc: usize, raw: std::ops::Range<u64>) {
+        match &mut self.sent {
+            Some((d, r)) if *d == doc => {
+                r.start = r.start.min(raw.start);
+                r.end = r.end.max(raw.end);
+            }
+            _ => {
+                if let Some((d, r)) = self.sent.take() {
+                    sources[d].release(r);
+                }
+                self.sent = Some((doc, raw));
+            }
+        }
+        if let Some((d, r)) = self
+            .sent
+            .as_mut()
+            .filter(|(_, r)| r.end - r.start >= RELEASE_EVERY)
+        {
+            sources[*d].release(r.clone());
+            r.start = r.end;
+        }
+    }
+
+    /// Release what is left.
+    pub(super) fn finish(self, sources: &[Source]) {
+        if let Some((d, r)) = self.sent {
+            sources[d].release(r);
+        }
     }
 }
 

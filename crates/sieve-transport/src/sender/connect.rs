@@ -40,6 +40,13 @@ pub(super) struct Connected {
     pub resumed: usize,
     /// The sockets of every channel, whose queues count as progress while they drain.
     pub queues: Arc<SendQueues>,
+    /// The same, of each kind (indexed by [`Kind::index`]): the compressor measures the link
+    /// on the sockets of the kind it compresses.
+    pub kind_queues: [Arc<SendQueues>; 2],
+    /// The receiver is on this host (the plain channels, or channel 0 without them, connect
+    /// to a loopback address or to the address they connect from): the "link" is memory, and
+    /// both ends share the CPU.
+    pub same_host: bool,
     pub first_tls: Duration,
     pub extra_tls: Duration,
     pub plain: Duration,
@@ -53,7 +60,12 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
         .map_err(|_| anyhow!("'{host}' is not a valid server name"))?;
     let connector = TlsConnector::from(cfg.tls.clone());
     let queues = Arc::new(SendQueues::default());
-    let tls0 = tls_connect(cfg, &connector, &name, &queues).await?;
+    let kind_queues = [
+        Arc::new(SendQueues::default()),
+        Arc::new(SendQueues::default()),
+    ];
+    let secure_q = kind_queues[Kind::Secure.index()].clone();
+    let (tls0, mut same_host) = tls_connect(cfg, &connector, &name, (&queues, &secure_q)).await?;
     let first_tls = t_connect.elapsed();
     let cipher = tls0.cipher;
     let exported = tls0.exporter;
@@ -91,16 +103,17 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
     let t_extra = Instant::now();
     let mut extra = JoinSet::new();
     for i in 1..n_secure {
-        let (cfg, connector, name, key, queues) = (
+        let (cfg, connector, name, key, queues, secure_q) = (
             cfg.clone(),
             connector.clone(),
             name.clone(),
             key.clone(),
             queues.clone(),
+            secure_q.clone(),
         );
         let sid = session.session_id;
         extra.spawn(async move {
-            let tls = tls_connect(&cfg, &connector, &name, &queues).await?;
+            let (tls, _) = tls_connect(&cfg, &connector, &name, (&queues, &secure_q)).await?;
             let (r, w, resumed) = (tls.read, tls.write, tls.resumed);
             let j = Join {
                 session_id: sid,
@@ -135,6 +148,7 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
     let (idle, sendfile) = (cfg.idle_timeout, cfg.sendfile);
     for i in 0..n_plain {
         let (key, queues) = (key.clone(), queues.clone());
+        let plain_q = kind_queues[Kind::Plain.index()].clone();
         let sid = session.session_id;
         let advertised = advertised.clone();
         plains.spawn(async move {
@@ -157,6 +171,8 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
             })?;
             let _ = tcp.set_nodelay(true);
             queues.watch(&tcp);
+            plain_q.watch(&tcp);
+            let local = is_same_host(&tcp);
             let (r, w) = tcp.into_split();
             let j = Join {
                 session_id: sid,
@@ -171,13 +187,16 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
             };
             let what = format!("the plain channel to {plain_addr}");
             let w = join(FrameReader::new(Box::new(r), limits), w, j, &what, idle).await?;
-            anyhow::Ok((i, w))
+            anyhow::Ok((i, w, local))
         });
     }
     let mut plain_writers: Vec<Option<FrameWriter>> = (0..n_plain).map(|_| None).collect();
     while let Some(r) = plains.join_next().await {
-        let (i, w) = r??;
+        let (i, w, local) = r??;
         plain_writers[i as usize] = Some(w);
+        if i == 0 {
+            same_host = local;
+        }
     }
     let plain_time = t_plain.elapsed();
     Ok(Connected {
@@ -190,6 +209,8 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
         plain_writers,
         resumed,
         queues,
+        kind_queues,
+        same_host,
         first_tls,
         extra_tls,
         plain: plain_time,
@@ -200,8 +221,8 @@ async fn tls_connect(
     cfg: &SendConfig,
     connector: &TlsConnector,
     name: &ServerName<'static>,
-    queues: &SendQueues,
-) -> Result<Secured> {
+    (queues, secure): (&SendQueues, &SendQueues),
+) -> Result<(Secured, bool)> {
     let tcp = TcpStream::connect(&cfg.to).await.with_context(|| {
         format!(
             "cannot connect to the receiver at {} (is `sieve serve` running there?)",
@@ -210,6 +231,8 @@ async fn tls_connect(
     })?;
     let _ = tcp.set_nodelay(true);
     queues.watch(&tcp);
+    secure.watch(&tcp);
+    let same_host = is_same_host(&tcp);
     let handshake = async {
         match &cfg.legacy {
             None => Secured::from_client(
@@ -233,15 +256,26 @@ async fn tls_connect(
                 cfg.idle_timeout
             )
         })?;
-    secured.map_err(|e| match explain::tls_failure(&e) {
-        Some(why) => anyhow!("TLS handshake with {} failed: {why}", cfg.to),
-        None => anyhow!(
-            "TLS handshake with {} failed: {}. Check that --ca is the CA that signed the \
+    secured
+        .map(|s| (s, same_host))
+        .map_err(|e| match explain::tls_failure(&e) {
+            Some(why) => anyhow!("TLS handshake with {} failed: {why}", cfg.to),
+            None => anyhow!(
+                "TLS handshake with {} failed: {}. Check that --ca is the CA that signed the \
              receiver's certificate and that the certificate is valid for the host name you used",
-            cfg.to,
-            explain::without_urls(&format!("{e:#}"))
-        ),
-    })
+                cfg.to,
+                explain::without_urls(&format!("{e:#}"))
+            ),
+        })
+}
+
+/// Whether `tcp` leads to this host: a loopback peer, or a peer at the address the connection
+/// comes from.
+fn is_same_host(tcp: &TcpStream) -> bool {
+    match (tcp.peer_addr(), tcp.local_addr()) {
+        (Ok(p), Ok(l)) => p.ip().is_loopback() || p.ip() == l.ip(),
+        _ => false,
+    }
 }
 
 async fn join(

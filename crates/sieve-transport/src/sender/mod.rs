@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use sieve_core::batch::BatchSplit;
+use sieve_core::compress::Compression;
 use sieve_core::ledger::Ledger;
 use sieve_core::message::{self, AckStatus, Doc, Hello, Mode};
 use sieve_core::split::Split;
@@ -34,13 +35,18 @@ use tokio::task::JoinSet;
 
 use crate::change::Leases;
 use crate::cpu::cpu_time;
+use crate::sendq::SendQueues;
 use crate::source::{Classify, Source};
 use crate::tls::LegacyConnector;
 
 mod answers;
 mod channel;
+mod compress;
 mod connect;
 pub mod inputs;
+mod zchannel;
+
+pub use compress::{CompressionReport, LevelCount};
 
 pub use inputs::{Expanded, Input};
 
@@ -87,6 +93,13 @@ pub struct SendConfig {
     /// Send the documents that can be sent and list the others (badly marked, missing ranges
     /// file...) instead of refusing the whole batch.
     pub skip_invalid: bool,
+    /// How the cleartext is compressed on the plain channels (`--compress`; see
+    /// [`sieve_core::compress`]).
+    pub compress: Compression,
+    /// Also compress classified bytes, each classified segment alone, inside TLS
+    /// (`--compress-classified`; off by default: the compressed length of a segment tells an
+    /// observer how well it compresses).
+    pub compress_classified: bool,
 }
 
 /// The chunk of classified bytes, and the smallest chunk of cleartext, that [`Chunk::Auto`]
@@ -277,6 +290,8 @@ pub struct SessionReport {
     pub skipped: Vec<DocReport>,
     #[serde(skip)]
     pub documents: Vec<DocReport>,
+    /// What compression did: bytes before and after, frames per level, switches.
+    pub compression: Option<CompressionReport>,
 }
 
 /// Why a session stopped before every document was answered, and what was delivered by then.
@@ -601,6 +616,8 @@ pub async fn send_prepared(
         batch_split: cfg.batch_split,
         chunk_size: chunks[Kind::Plain.index()].max(chunks[Kind::Secure.index()]),
         docs: sources.len() as u32,
+        macs: sieve_core::mac::MacOffer::only(sieve_core::mac::MacAlg::Gmac),
+        compression: compress::offer(cfg),
     };
     let t_connect = Instant::now();
     let Connected {
@@ -613,6 +630,8 @@ pub async fn send_prepared(
         plain_writers,
         resumed,
         queues,
+        kind_queues,
+        same_host,
         first_tls,
         extra_tls,
         plain: plain_time,
@@ -621,6 +640,8 @@ pub async fn send_prepared(
     if let Some(l) = &leases {
         l.watch_sockets(queues.clone());
     }
+
+    let compressor = compressor(cfg, &session, &sources, (n_plain, same_host), kind_queues).await?;
 
     // Data frames must fit the receiver's frame limit, whatever chunk size was asked for.
     let frame_room = session
@@ -704,6 +725,7 @@ pub async fn send_prepared(
         answered: (0..n_sources).map(|_| AtomicBool::new(false)).collect(),
         progress: progress.clone(),
         leases,
+        compressor,
     });
     for (i, s) in shared.sources.iter().enumerate() {
         if s.layout.content_len() == 0 {
@@ -805,7 +827,68 @@ pub async fn send_prepared(
         report.documents.push(d);
     }
     report.cpu_ms = ms(cpu_time(None).saturating_sub(cpu0));
+    report.compression = Some(match &shared.compressor {
+        Some(c) => c.report(),
+        None => CompressionReport::uncompressed(
+            cfg.compress,
+            shared
+                .sources
+                .iter()
+                .map(|s| s.stream_len(Kind::Plain))
+                .sum(),
+        ),
+    });
     Ok(report)
+}
+
+/// The session's compressor, if the sender offered any compressed frame: the user's policy,
+/// what the receiver accepted, its decompression speed, the sockets that measure the link
+/// (plain ones, or in secure-only mode the secure ones), a sample of the cleartext for ACCENT's
+/// profile, and whether the receiver is on this host (`auto` then stays off).
+async fn compressor(
+    cfg: &SendConfig,
+    session: &message::Session,
+    sources: &[Source],
+    (n_plain, same_host): (u8, bool),
+    kind_queues: [Arc<SendQueues>; 2],
+) -> Result<Option<Arc<compress::Compressor>>> {
+    let offered = compress::offer(cfg);
+    let accepted = session.compression.intersect(offered);
+    if offered == message::CompressFlags::NONE {
+        return Ok(None);
+    }
+    let link_kind = if n_plain > 0 {
+        Kind::Plain
+    } else {
+        Kind::Secure
+    };
+    let sample = match cfg.compress {
+        sieve_core::compress::Compression::Accent => {
+            let src = sources.iter().find(|s| s.stream_len(link_kind) > 0);
+            match src {
+                Some(src) => {
+                    let n = src.stream_len(link_kind).min(64 << 10) as usize;
+                    let mut buf = vec![0u8; n];
+                    tokio::task::block_in_place(|| src.read(link_kind, 0, &mut buf))?;
+                    buf
+                }
+                None => Vec::new(),
+            }
+        }
+        _ => Vec::new(),
+    };
+    let queues = kind_queues[link_kind.index()].clone();
+    let c = tokio::task::block_in_place(|| {
+        compress::Compressor::new(
+            cfg.compress,
+            (offered, accepted),
+            (session.decompress_mbps, session.decompress_cores),
+            (link_kind, queues),
+            &sample,
+            same_host,
+        )
+    })?;
+    Ok(Some(Arc::new(c)))
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use rustls::pki_types::ServerName;
 use sieve_core::batch::BatchSplit;
 use sieve_core::frame::Limits;
 use sieve_core::ledger::Ledger;
+use sieve_core::mac::MacOffer;
 use sieve_core::marks::{mark_document, MarkConfig};
 use sieve_core::message::{self, Hello, Message, Mode, Session as SessionMsg};
 use sieve_core::split::Split;
@@ -166,6 +167,8 @@ impl TestReceiver {
                 ..ServeLimits::default()
             },
             store: StoreOptions::default(),
+            macs: Default::default(),
+            accept_compression: message::CompressFlags::ALL,
         };
         adjust(&mut cfg);
         let receiver = Receiver::bind(cfg).await.expect("receiver binds");
@@ -209,6 +212,8 @@ impl TestReceiver {
             require_classified: false,
             skip_invalid: false,
             legacy: None,
+            compress: sieve_core::compress::Compression::Auto,
+            compress_classified: false,
         }
     }
 
@@ -521,6 +526,43 @@ impl RawSession {
         plain: u8,
         docs: u32,
     ) -> Result<RawSession> {
+        Self::open_offering(rx, from, (mode, secure, plain, docs), MacOffer::default()).await
+    }
+
+    /// [`RawSession::open_from`] offering the cleartext MACs `macs`; an [`message::Error`]
+    /// answer becomes an error carrying its text.
+    pub async fn open_offering(
+        rx: &TestReceiver,
+        from: std::net::Ipv4Addr,
+        (mode, secure, plain, docs): (Mode, u8, u8, u32),
+        macs: MacOffer,
+    ) -> Result<RawSession> {
+        let offer = (macs, message::CompressFlags::NONE);
+        Self::open_full(rx, from, mode, (secure, plain), docs, offer).await
+    }
+
+    /// [`RawSession::open`] with a HELLO that offers the compressed frames `compression`.
+    pub async fn open_with(
+        rx: &TestReceiver,
+        mode: Mode,
+        secure: u8,
+        plain: u8,
+        docs: u32,
+        compression: message::CompressFlags,
+    ) -> Result<RawSession> {
+        let lo = std::net::Ipv4Addr::LOCALHOST;
+        let offer = (MacOffer::default(), compression);
+        Self::open_full(rx, lo, mode, (secure, plain), docs, offer).await
+    }
+
+    async fn open_full(
+        rx: &TestReceiver,
+        from: std::net::Ipv4Addr,
+        mode: Mode,
+        (secure, plain): (u8, u8),
+        docs: u32,
+        (macs, compression): (MacOffer, message::CompressFlags),
+    ) -> Result<RawSession> {
         let tcp = connect_from(from, rx.addr).await?;
         let connector = TlsConnector::from(rx.certs.client());
         let tls = connector
@@ -542,11 +584,14 @@ impl RawSession {
             batch_split: Default::default(),
             chunk_size: CHUNK,
             docs,
+            macs,
+            compression,
         };
         writer.send(|o| hello.encode(o)).await?;
         writer.flush().await?;
         let session = match reader.message().await? {
             Message::Session(s) => s,
+            Message::Error(e) => bail!("refused ({}): {}", e.code, e.message),
             other => bail!("expected SESSION, got {other:?}"),
         };
         let key = JoinKey::derive(&exported, &session.session_id);
@@ -561,7 +606,7 @@ impl RawSession {
 
     /// The ledger digest of a plain stream sent as `pieces` (offset, bytes) for document `doc`.
     pub fn plain_digest(&self, doc: u32, pieces: &[(u64, &[u8])]) -> [u8; 32] {
-        let mac = PlainMac::derive(&self.exported, &self.session.session_id);
+        let mac = PlainMac::derive_for(self.session.mac, &self.exported, &self.session.session_id);
         let mut ledger = Ledger::new();
         let mut len = 0;
         for &(off, bytes) in pieces {

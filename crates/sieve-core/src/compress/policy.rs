@@ -1,0 +1,224 @@
+//! The policy a sender runs, whichever the user chose (`--compress auto|accent|off|zstd:N`), behind
+//! one interface: per frame, raw or a level; per quantum, the measurements in.
+//!
+//! The transport measures (CPU time of each compression, the sockets' drain) and carries out the
+//! answers (compress on a worker, send raw); nothing here holds a clock or a socket.
+
+use super::accent::{Accent, AccentDecision, Phase1, SenderQuantum};
+use super::auto::{Auto, AutoConfig, CompressSample, FrameChoice, LinkSample, ReceiverSample};
+use super::choice::Compression;
+use super::codec::Codec;
+
+/// What one quantum measured, for whichever policy runs.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Quantum {
+    /// The plain sockets' activity (`auto`).
+    pub link: LinkSample,
+    /// ACCENT's view of the same quantum: TD from the bytes drained, CD and CR from what was
+    /// compressed, ED from what went raw.
+    pub accent: SenderQuantum,
+}
+
+/// A running policy.
+#[derive(Debug, Clone)]
+pub enum Policy {
+    /// Never compress.
+    Off,
+    /// Always this level (frames that do not shrink by 5 % still go raw), on up to `cores`.
+    Fixed {
+        /// The level.
+        codec: Codec,
+        /// Cores that may compress.
+        cores: u32,
+    },
+    /// Ours.
+    Auto(Auto),
+    /// ACCENT's, with the cores it may compress on.
+    Accent(Accent, u32),
+}
+
+impl Policy {
+    /// The policy for the user's `choice`, compressing on at most `cores` cores. ACCENT needs its
+    /// Phase 1 profile (`phase1`); without one it cannot run, and compression stays off.
+    pub fn new(choice: Compression, cores: u32, phase1: Option<Phase1>) -> Policy {
+        let cores = cores.max(1);
+        match choice {
+            Compression::Off => Policy::Off,
+            Compression::Fixed(codec) => Policy::Fixed { codec, cores },
+            Compression::Auto => Policy::Auto(Auto::new(AutoConfig::with_cores(cores))),
+            Compression::Accent => match phase1 {
+                Some(p) => Policy::Accent(Accent::new(p, ACCENT_OMEGA), cores),
+                None => Policy::Off,
+            },
+        }
+    }
+
+    /// Whether this policy may ever compress (`Off` never does: the sender then keeps its
+    /// uncompressed path).
+    pub fn may_compress(&self) -> bool {
+        !matches!(self, Policy::Off)
+    }
+
+    /// Raw or a level for the next frame of `len` bytes.
+    pub fn next_frame(&mut self, len: u64) -> FrameChoice {
+        match self {
+            Policy::Off => FrameChoice {
+                codec: None,
+                probe: false,
+            },
+            Policy::Fixed { codec, .. } => FrameChoice {
+                codec: Some(*codec),
+                probe: false,
+            },
+            Policy::Auto(a) => a.next_frame(len),
+            Policy::Accent(a, _) => FrameChoice {
+                codec: a.next_frame(len),
+                probe: false,
+            },
+        }
+    }
+
+    /// A frame was compressed.
+    pub fn observe_compress(&mut self, s: CompressSample) {
+        if let Policy::Auto(a) = self {
+            a.observe_compress(s);
+        }
+    }
+
+    /// The receiver's decompression speed (from its SESSION): `mbps` plain MB/s per core, on
+    /// `cores` cores. ACCENT floats its receiver scale with it for every compressing scheme;
+    /// `auto` caps every level's rate by it.
+    pub fn observe_receiver(&mut self, mbps: u32, cores: u8) {
+        if mbps == 0 {
+            return;
+        }
+        let per_core = f64::from(mbps) * 1e6;
+        match self {
+            Policy::Auto(a) => a.observe_receiver(ReceiverSample {
+                decompressed: (per_core as u64).max(1),
+                cpu_s: 1.0,
+                cores: u32::from(cores.max(1)),
+            }),
+            Policy::Accent(a, _) => a.set_receiver_speed(per_core),
+            _ => {}
+        }
+    }
+
+    /// End of a quantum: the level for the next one (`None`: raw).
+    pub fn end_quantum(&mut self, q: &Quantum) -> Option<Codec> {
+        match self {
+            Policy::Off => None,
+            Policy::Fixed { codec, .. } => Some(*codec),
+            Policy::Auto(a) => {
+                a.observe_link(q.link);
+                a.decide().codec
+            }
+            Policy::Accent(a, _) => {
+                let AccentDecision { codec, .. } = a.end_quantum(&q.accent);
+                codec
+            }
+        }
+    }
+
+    /// The level in force (`None`: raw).
+    pub fn current(&self) -> Option<Codec> {
+        match self {
+            Policy::Off => None,
+            Policy::Fixed { codec, .. } => Some(*codec),
+            Policy::Auto(a) => a.decision().codec,
+            Policy::Accent(a, _) => a.decision().codec,
+        }
+    }
+
+    /// How many frames may be compressing at once: as few workers as keep the link busy
+    /// (`auto`), else every core allowed.
+    pub fn workers(&self) -> u32 {
+        match self {
+            Policy::Off => 0,
+            Policy::Fixed { cores, .. } | Policy::Accent(_, cores) => *cores,
+            Policy::Auto(a) => a.decision().workers.max(1),
+        }
+    }
+
+    /// The link's rate as the policy sees it, wire bytes per second.
+    pub fn link_rate(&self) -> Option<f64> {
+        match self {
+            Policy::Auto(a) => a.link_rate(),
+            Policy::Accent(a, _) => Some(a.decision().td).filter(|&t| t > 0.0),
+            _ => None,
+        }
+    }
+}
+
+/// ACCENT's sliding window (Algorithm 1): ω + 1 quanta. The paper evaluated small windows for
+/// quick adaptation; 2 (three quanta, 0.6 s at its 200 ms quantum) ignores one-quantum spikes.
+pub const ACCENT_OMEGA: usize = 2;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::accent::SchemeProfile;
+
+    #[test]
+    fn each_choice_runs_its_policy() {
+        let z3 = Codec::zstd(3).unwrap();
+        let mut off = Policy::new(Compression::Off, 2, None);
+        assert!(!off.may_compress());
+        assert_eq!(off.next_frame(100).codec, None);
+        assert_eq!(off.workers(), 0);
+        let mut fixed = Policy::new(Compression::Fixed(z3), 2, None);
+        assert_eq!(fixed.next_frame(100).codec, Some(z3));
+        assert_eq!(fixed.end_quantum(&Quantum::default()), Some(z3));
+        assert_eq!(fixed.workers(), 2);
+        let auto = Policy::new(Compression::Auto, 4, None);
+        assert_eq!(auto.current(), Some(Codec::zstd(1).unwrap()));
+        // ACCENT without its profile cannot choose: off.
+        assert!(!Policy::new(Compression::Accent, 2, None).may_compress());
+    }
+
+    /// ACCENT through the policy: a slow link (TD = 50 MB/s) picks the strong level, and a
+    /// receiver that decompresses slowly makes it weaker.
+    #[test]
+    fn accent_follows_the_link_and_the_receiver() {
+        const MB: f64 = 1e6;
+        let phase1 = || Phase1 {
+            schemes: vec![
+                SchemeProfile::off(),
+                SchemeProfile {
+                    codec: Some(Codec::zstd(1).unwrap()),
+                    cd: 400.0 * MB,
+                    cr: 0.5,
+                    dd: 800.0 * MB,
+                },
+                SchemeProfile {
+                    codec: Some(Codec::zstd(19).unwrap()),
+                    cd: 20.0 * MB,
+                    cr: 0.25,
+                    dd: 400.0 * MB,
+                },
+            ],
+            ed: 1000.0 * MB,
+            ed_receiver: 1000.0 * MB,
+        };
+        let q = |td: f64| Quantum {
+            accent: SenderQuantum {
+                elapsed_s: 1.0,
+                drained: (td * MB) as u64,
+                ..SenderQuantum::default()
+            },
+            ..Quantum::default()
+        };
+        let mut p = Policy::new(Compression::Accent, 2, Some(phase1()));
+        assert_eq!(p.current(), None);
+        assert_eq!(p.end_quantum(&q(50.0)).map(Codec::level), Some(19));
+        assert_eq!(p.workers(), 2);
+        // At TD = 700 zstd 1 is chosen (the worked example of `accent`), but not for a receiver
+        // that decompresses 100 MB/s: CI^R of zstd 1 falls to 145.2 and of zstd 19 to 172.6,
+        // and "off" (distance 424) is nearest.
+        let mut fast_rx = Policy::new(Compression::Accent, 2, Some(phase1()));
+        assert_eq!(fast_rx.end_quantum(&q(700.0)).map(Codec::level), Some(1));
+        let mut slow_rx = Policy::new(Compression::Accent, 2, Some(phase1()));
+        slow_rx.observe_receiver(100, 1);
+        assert_eq!(slow_rx.end_quantum(&q(700.0)), None);
+    }
+}

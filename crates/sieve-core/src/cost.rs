@@ -1,0 +1,400 @@
+//! `--mode auto`: which mode answers sooner, predicted from measured speeds.
+//!
+//! Both modes are safe (classified bytes never travel in the clear), so only speed is at stake.
+//! The sieve spends less CPU per cleartext byte than TLS does (a MAC instead of a cipher and its
+//! MAC) but pays things secure-only does not: the plain connections and their JOINs, and, for
+//! inline marks, a scan of the whole document before its first byte is sent. Which side wins
+//! depends on the document (size, proportion P of classified bytes), the machine (how fast it
+//! seals records and tags cleartext: AES instructions change the answer) and the path (a link
+//! slower than both modes makes them tie). The model:
+//!
+//! ```text
+//! secure-only  T = session + n·doc +                         max(CPU(all bytes secure), wire)
+//! sieve        T = session + n·(doc + sieve_doc) + plain + scan + max(CPU(P secure, 1-P plain), wire)
+//! CPU          = Σ bytes × (protection at both ends + overhead ÷ copy speed) ÷ cores
+//! ```
+//!
+//! Protection is the suite's seal speed for secure bytes (the receiver opens at about the same
+//! speed) and the MAC's speed for plain ones, both counted at both ends. The overhead is all the
+//! rest a byte costs (system calls, the TCP stack, copies into and out of sockets and the page
+//! cache), counted in memory copies, fitted from transfers on a real machine
+//! ([`Overheads::MEASURED`] says how): on loopback it outweighs AES-GCM with AES instructions
+//! several times, which is why the sieve gains less there than the ciphers' speeds suggest. The
+//! inputs are measured, not assumed: the speeds by the transport's calibration at start, the path
+//! rate from the connection, the overheads once per kind of machine.
+//!
+//! Pure: no clocks, no I/O. The transport measures and calls [`CostModel::decide`].
+
+use crate::message::Mode;
+
+/// The speeds of the machine that runs both ends' share of the work, in GB/s (bytes per
+/// nanosecond). From the transport's calibration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Speeds {
+    /// The negotiated TLS suite sealing 16 KiB records.
+    pub seal: f64,
+    /// The negotiated cleartext MAC over 256 KiB units.
+    pub mac: f64,
+    /// The sender's marks scan, all its threads together; `f64::INFINITY` when nothing is
+    /// scanned (ranges files, policies already run).
+    pub scan: f64,
+    /// A memory copy larger than the caches.
+    pub copy: f64,
+}
+
+/// Where the two ends run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Host {
+    /// Cores the transfer's busiest side can use.
+    pub cores: f64,
+    /// Sender and receiver share those cores (loopback, one machine): their CPU adds up.
+    /// Otherwise each end has its own and the slower end sets the pace.
+    pub shared: bool,
+}
+
+/// Costs besides protection, measured (see [`Overheads::MEASURED`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Overheads {
+    /// What each byte of a secure-only session costs besides sealing and opening, both ends
+    /// together, in memory copies.
+    pub secure_copies: f64,
+    /// The same for a classified byte of a sieve session, which shares the cores with the plain
+    /// channel's threads.
+    pub sieve_secure_copies: f64,
+    /// The same for a plain byte, besides its two MACs.
+    pub plain_copies: f64,
+    /// Milliseconds every session costs whatever its mode (TLS handshake, HELLO, SESSION).
+    pub session_ms: f64,
+    /// Milliseconds a sieve session costs on top: its plain connections and their JOINs.
+    pub plain_ms: f64,
+    /// Milliseconds each document costs in either mode (manifest, DOC_END, acknowledgement).
+    pub doc_ms: f64,
+    /// Milliseconds each document of a sieve session costs on top (its cleartext ledger, a
+    /// DOC_END that waits for the plain channels).
+    pub sieve_doc_ms: f64,
+}
+
+impl Overheads {
+    /// Measured on an AMD EPYC (2 cores, AES-NI, VAES, VPCLMULQDQ, AVX-512, shared with other
+    /// tenants), `sieve send --json` against `sieve serve --discard` on loopback, both modes
+    /// alternating:
+    /// - the per-byte overheads by `bench/cost-fit.sh 7` (1 MB, 10 MB, 64 MiB and 256 MiB at
+    ///   P = 0.1 and 0.9; a least-squares fit of `total_ms` with the speeds `sieve calibrate`
+    ///   measured in the same run subtracted): 20.3, 27.6 and 13.5 copies;
+    /// - `session_ms`, `plain_ms`: medians of `total_ms` of one 10 KB document over 11 rounds
+    ///   (1.34 ms secure-only, 1.76 sieve) and of `connect_ms` of 1 MB over 15 rounds (0.84
+    ///   against 1.23 ms: the plain connection and its JOIN);
+    /// - `doc_ms`, `sieve_doc_ms`: 20 documents of 10 KB in one session against one, 11 rounds:
+    ///   0.053 ms more per document secure-only, 0.12 sieve.
+    ///
+    /// A receiver that writes (fsync, rename) adds a per-document cost equal in both modes,
+    /// which changes no decision.
+    pub const MEASURED: Overheads = Overheads {
+        secure_copies: 20.3,
+        sieve_secure_copies: 27.6,
+        plain_copies: 13.5,
+        session_ms: 1.3,
+        plain_ms: 0.4,
+        doc_ms: 0.05,
+        sieve_doc_ms: 0.07,
+    };
+}
+
+/// One document as the model sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocShape {
+    /// Bytes sent (the document's length).
+    pub bytes: u64,
+    /// Bytes the sieve would send over TLS (P × bytes).
+    pub classified: u64,
+    /// Whether the sieve must scan the document for inline marks before sending it.
+    pub scanned: bool,
+}
+
+/// What both modes are predicted to take.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Predicted {
+    /// Milliseconds for the sieve.
+    pub sieve: f64,
+    /// Milliseconds for secure-only.
+    pub secure_only: f64,
+}
+
+/// The choice, its prediction, and why, in one line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Sieve or secure-only.
+    pub mode: Mode,
+    pub predicted_ms: Predicted,
+    /// One line for the report, e.g. "CPU-bound: the cleartext's MAC saves 310 ms of sealing".
+    pub reason: String,
+}
+
+/// How much faster the sieve must be predicted to be before it is chosen: within this, the two
+/// are a tie, and secure-only (fewer connections, nothing on the plain path) is taken.
+pub const SIEVE_MARGIN: f64 = 0.02;
+
+/// The model: a machine's speeds, where the ends run, and the fitted overheads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostModel {
+    pub speeds: Speeds,
+    pub host: Host,
+    pub overheads: Overheads,
+}
+
+/// Milliseconds to process `bytes` at `gbps` GB/s (zero bytes take none, whatever the speed).
+fn ms(bytes: f64, gbps: f64) -> f64 {
+    if bytes <= 0.0 {
+        0.0
+    } else if gbps.is_finite() && gbps > 0.0 {
+        bytes / gbps / 1e6
+    } else if gbps == f64::INFINITY {
+        0.0
+    } else {
+        f64::INFINITY
+    }
+}
+
+impl CostModel {
+    /// CPU milliseconds (both ends together) of `secure` and `plain` bytes, in a sieve session
+    /// when `sieve`.
+    fn cpu_ms(&self, secure: f64, plain: f64, sieve: bool) -> f64 {
+        let (s, o) = (&self.speeds, &self.overheads);
+        let secure_copies = if sieve {
+            o.sieve_secure_copies
+        } else {
+            o.secure_copies
+        };
+        2.0 * ms(secure, s.seal)
+            + 2.0 * ms(plain, s.mac)
+            + ms(secure * secure_copies + plain * o.plain_copies, s.copy)
+    }
+
+    /// Milliseconds the bytes take once the CPU work is shared out: both ends on `cores` when
+    /// they share the host, else half the work (one end's) on each end's cores. Secure-only
+    /// when `plain` is zero.
+    fn transfer_ms(&self, secure: f64, plain: f64) -> f64 {
+        let cpu = self.cpu_ms(secure, plain, plain > 0.0);
+        let cores = self.host.cores.max(1.0);
+        if self.host.shared {
+            cpu / cores
+        } else {
+            cpu / 2.0 / cores
+        }
+    }
+
+    /// The prediction for `docs` sent in one session over a path of `rate` GB/s (`None`: not
+    /// known, taken as faster than either mode).
+    pub fn predict(&self, docs: &[DocShape], rate: Option<f64>) -> Predicted {
+        let o = &self.overheads;
+        let n = docs.len() as f64;
+        let bytes: f64 = docs.iter().map(|d| d.bytes as f64).sum();
+        let secure: f64 = docs.iter().map(|d| d.classified.min(d.bytes) as f64).sum();
+        let scanned: f64 = docs
+            .iter()
+            .filter(|d| d.scanned)
+            .map(|d| d.bytes as f64)
+            .sum();
+        let wire = rate.map_or(0.0, |r| ms(bytes, r));
+        let fixed = o.session_ms + n * o.doc_ms;
+        Predicted {
+            secure_only: fixed + self.transfer_ms(bytes, 0.0).max(wire),
+            sieve: fixed
+                + n * o.sieve_doc_ms
+                + o.plain_ms
+                + ms(scanned, self.speeds.scan)
+                + self.transfer_ms(secure, bytes - secure).max(wire),
+        }
+    }
+
+    /// The mode for one document over a path of `rate` GB/s, if known.
+    pub fn decide(&self, doc: DocShape, rate: Option<f64>) -> Decision {
+        self.decide_batch(&[doc], rate)
+    }
+
+    /// The mode for a session carrying `docs` (one mode for all: a sieve session pays for its
+    /// plain connections once, whatever the number of documents).
+    pub fn decide_batch(&self, docs: &[DocShape], rate: Option<f64>) -> Decision {
+        let p = self.predict(docs, rate);
+        let bytes: f64 = docs.iter().map(|d| d.bytes as f64).sum();
+        let secure: f64 = docs.iter().map(|d| d.classified.min(d.bytes) as f64).sum();
+        let cpu_so = self.transfer_ms(bytes, 0.0);
+        let cpu_sv = self.transfer_ms(secure, bytes - secure);
+        let wire = rate.map_or(0.0, |r| ms(bytes, r));
+        let sieve = p.sieve < p.secure_only * (1.0 - SIEVE_MARGIN);
+        let reason = if wire >= cpu_so && wire >= cpu_sv {
+            format!(
+                "link-bound: the path takes {wire:.0} ms either way, so the sieve's extra \
+                 connections and scan decide"
+            )
+        } else if sieve {
+            format!(
+                "CPU-bound: the cleartext's MAC saves {:.0} ms of sealing, more than the \
+                 {:.0} ms the plain connections and the marks scan cost",
+                cpu_so.max(wire) - cpu_sv.max(wire),
+                p.sieve - cpu_sv.max(wire) - (p.secure_only - cpu_so.max(wire)),
+            )
+        } else if cpu_sv < cpu_so {
+            format!(
+                "fixed costs: the MAC would save {:.1} ms of sealing, not enough for the \
+                 {:.1} ms the plain connections and the marks scan cost",
+                cpu_so.max(wire) - cpu_sv.max(wire),
+                p.sieve - cpu_sv.max(wire) - (p.secure_only - cpu_so.max(wire)),
+            )
+        } else {
+            format!(
+                "the sieve would spend {:.1} ms more: its classified bytes share the cores with \
+                 the plain channels, and its cleartext saves too little sealing to make up for it",
+                cpu_sv - cpu_so
+            )
+        };
+        Decision {
+            mode: if sieve { Mode::Sieve } else { Mode::SecureOnly },
+            predicted_ms: p,
+            reason,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: u64 = 1_000_000;
+    const GIB: u64 = 1 << 30;
+
+    fn doc(bytes: u64, p: f64) -> DocShape {
+        DocShape {
+            bytes,
+            classified: (bytes as f64 * p) as u64,
+            scanned: true,
+        }
+    }
+
+    /// This project's machine as `sieve calibrate` measures it: AES-128-GCM ~4-5 GB/s (16 KiB
+    /// records), GMAC ~20, a two-thread scan ~12, copies ~8; both ends on its two cores.
+    fn aes_machine() -> CostModel {
+        CostModel {
+            speeds: Speeds {
+                seal: 4.5,
+                mac: 20.0,
+                scan: 12.0,
+                copy: 8.0,
+            },
+            host: Host {
+                cores: 2.0,
+                shared: true,
+            },
+            overheads: Overheads::MEASURED,
+        }
+    }
+
+    /// The same machine with AES-NI and carry-less multiply masked (`OPENSSL_ia32cap=
+    /// ~0x200000200000000`): AES-128-GCM ~0.35 GB/s, the MAC keyed BLAKE3 ~4.
+    fn no_aes_machine() -> CostModel {
+        let mut m = aes_machine();
+        m.speeds.seal = 0.35;
+        m.speeds.mac = 4.0;
+        m
+    }
+
+    #[test]
+    fn a_large_mostly_clear_document_without_aes_goes_through_the_sieve() {
+        let d = no_aes_machine().decide(doc(GIB, 0.1), None);
+        assert_eq!(d.mode, Mode::Sieve, "{d:?}");
+        assert!(
+            d.predicted_ms.sieve * 2.0 < d.predicted_ms.secure_only,
+            "{d:?}"
+        );
+        assert!(d.reason.starts_with("CPU-bound"), "{}", d.reason);
+    }
+
+    #[test]
+    fn a_small_mostly_classified_document_with_aes_goes_secure_only() {
+        let d = aes_machine().decide(doc(MB, 0.9), None);
+        assert_eq!(d.mode, Mode::SecureOnly, "{d:?}");
+        assert!(d.predicted_ms.sieve > d.predicted_ms.secure_only, "{d:?}");
+        assert!(
+            d.reason.starts_with("the sieve would spend") || d.reason.starts_with("fixed costs"),
+            "{}",
+            d.reason
+        );
+        // At P = 0.1 the same small document is a matter of fixed costs.
+        let d = aes_machine().decide(doc(MB, 0.1), None);
+        assert!(
+            d.reason.starts_with("fixed costs") || d.mode == Mode::Sieve,
+            "{d:?}"
+        );
+    }
+
+    /// At 100 Mbit/s (0.0125 GB/s) the AES machine's CPU outruns the link in either mode: a tie
+    /// on the wire, which the sieve's extra connection loses. A device that seals slower than
+    /// the link (every CPU feature masked: AES-GCM ~0.008 GB/s here) is CPU-bound in
+    /// secure-only, and there the cheaper CPU of the sieve wins even on that link.
+    #[test]
+    fn a_slow_link_lets_the_cheaper_cpu_win_only_where_cpu_binds() {
+        let link = Some(0.0125);
+        let aes = aes_machine().decide(doc(GIB, 0.1), link);
+        assert_eq!(aes.mode, Mode::SecureOnly, "{aes:?}");
+        assert!(aes.reason.starts_with("link-bound"), "{}", aes.reason);
+        // A tie on the wire: the sieve is slower by exactly what it adds before sending.
+        let gap = aes.predicted_ms.sieve - aes.predicted_ms.secure_only;
+        let o = Overheads::MEASURED;
+        let extra = o.plain_ms + o.sieve_doc_ms + GIB as f64 / 12.0 / 1e6;
+        assert!((gap - extra).abs() < 1e-6, "{gap} against {extra}: {aes:?}");
+        // Without a link limit the same machine and document choose by CPU.
+        assert_eq!(aes_machine().decide(doc(GIB, 0.1), None).mode, Mode::Sieve);
+
+        let mut slow = no_aes_machine();
+        slow.speeds.seal = 0.008;
+        let d = slow.decide(doc(GIB, 0.1), link);
+        assert_eq!(d.mode, Mode::Sieve, "{d:?}");
+        assert!(d.reason.starts_with("CPU-bound"), "{}", d.reason);
+    }
+
+    #[test]
+    fn scanning_and_separate_hosts_are_counted() {
+        let m = aes_machine();
+        let marked = m.predict(&[doc(256 * MB, 0.1)], None);
+        let ranged = m.predict(
+            &[DocShape {
+                scanned: false,
+                ..doc(256 * MB, 0.1)
+            }],
+            None,
+        );
+        let scan = 256.0 * MB as f64 / 12.0 / 1e6;
+        assert!((marked.sieve - ranged.sieve - scan).abs() < 1e-6);
+        assert_eq!(marked.secure_only, ranged.secure_only);
+        // Ends on hosts of their own: each does half the work.
+        let mut apart = m;
+        apart.host.shared = false;
+        let a = apart.predict(&[doc(256 * MB, 0.1)], None);
+        assert!(a.secure_only < marked.secure_only);
+    }
+
+    /// A batch pays the plain connections once: many small documents that each alone would go
+    /// secure-only can together be worth a sieve session.
+    #[test]
+    fn a_batch_shares_the_fixed_cost_of_the_plain_channels() {
+        let mut m = no_aes_machine();
+        m.overheads.plain_ms = 5.0;
+        let small = doc(MB / 10, 0.1);
+        assert_eq!(m.decide(small, None).mode, Mode::SecureOnly);
+        let batch = vec![small; 50];
+        assert_eq!(m.decide_batch(&batch, None).mode, Mode::Sieve);
+    }
+
+    #[test]
+    fn empty_and_degenerate_inputs_do_not_break_the_model() {
+        let m = aes_machine();
+        let d = m.decide_batch(&[], None);
+        assert_eq!(d.mode, Mode::SecureOnly);
+        assert!(d.predicted_ms.sieve.is_finite() && d.predicted_ms.secure_only.is_finite());
+        let all_secure = m.decide(doc(GIB, 1.0), None);
+        assert_eq!(all_secure.mode, Mode::SecureOnly, "{all_secure:?}");
+        let mut broken = m;
+        broken.speeds.mac = 0.0;
+        assert_eq!(broken.decide(doc(GIB, 0.1), None).mode, Mode::SecureOnly);
+    }
+}
