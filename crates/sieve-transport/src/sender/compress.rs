@@ -146,6 +146,17 @@ pub struct CompressionReport {
 impl CompressionReport {
     /// The report of a session that offered no compression (`--compress off`, or secure-only
     /// without `--compress-classified`): its `plain` bytes went as they were.
+    /// Count the cleartext that never passed through the compressor (a policy that is off sends
+    /// it by the raw path) as sent raw: `plain` is the session's whole cleartext.
+    pub fn with_raw_plain(mut self, plain: u64) -> CompressionReport {
+        let rest = plain.saturating_sub(self.plain_before);
+        self.plain_before += rest;
+        self.plain_after += rest;
+        self.bytes_before += rest;
+        self.bytes_after += rest;
+        self
+    }
+
     pub fn uncompressed(policy: Compression, plain: u64) -> CompressionReport {
         CompressionReport {
             policy: policy.to_string(),

@@ -827,16 +827,14 @@ pub async fn send_prepared(
         report.documents.push(d);
     }
     report.cpu_ms = ms(cpu_time(None).saturating_sub(cpu0));
+    let plain_sent = shared
+        .sources
+        .iter()
+        .map(|s| s.stream_len(Kind::Plain))
+        .sum();
     report.compression = Some(match &shared.compressor {
-        Some(c) => c.report(),
-        None => CompressionReport::uncompressed(
-            cfg.compress,
-            shared
-                .sources
-                .iter()
-                .map(|s| s.stream_len(Kind::Plain))
-                .sum(),
-        ),
+        Some(c) => c.report().with_raw_plain(plain_sent),
+        None => CompressionReport::uncompressed(cfg.compress, plain_sent),
     });
     Ok(report)
 }
