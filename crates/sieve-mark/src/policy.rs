@@ -278,8 +278,10 @@ pub struct Policy {
     pub(crate) allow_patterns: Vec<Regex>,
     /// Case-sensitive literal prefixes (cloud keys and JWTs).
     pub(crate) prefixes: Vec<Prefixes>,
-    /// Keywords that make a date a date of birth, case-insensitive.
+    /// Keywords that make a date a date of birth, case-insensitive: the automaton (the
+    /// reference scan's) and the block filter the scan asks.
     pub(crate) dob_keywords: Option<AhoCorasick>,
+    pub(crate) dob_words: Option<crate::keywords::Keywords>,
     /// User regular expressions, to skip those with no match in a chunk.
     pub(crate) regex_set: Option<(RegexSet, Vec<usize>)>,
     /// Longest keyword of any dob detector, for the look-behind.
@@ -412,6 +414,7 @@ impl Policy {
             allow_patterns,
             prefixes: Vec::new(),
             dob_keywords: None,
+            dob_words: None,
             regex_set: None,
             dob_within: 0,
             source: toml_src.to_string(),
@@ -472,6 +475,9 @@ impl Policy {
                 .build(&dob_words)
                 .map_err(|e| PolicyError::Invalid(format!("date-of-birth keywords: {e}")))?;
             self.dob_keywords = Some(ac);
+            let words = crate::keywords::Keywords::new(&dob_words)
+                .map_err(|e| PolicyError::Invalid(format!("date-of-birth keywords: {e}")))?;
+            self.dob_words = Some(words);
         }
         if !regexes.is_empty() {
             let set = RegexSet::new(regexes.iter().map(|(_, p)| p))

@@ -1,0 +1,299 @@
+//! Byte classes of 64 bytes at a time, as bit masks (bit `k` for the `k`-th byte): what the
+//! content scan ([`crate::scan`]) needs to know of every byte before it looks closer at a few.
+//!
+//! Documents are mostly letters and spaces, and a dense log has a candidate every few bytes, so
+//! the scan's first step is to tell, for a whole block at once, which bytes are digits, digit
+//! separators, trigger bytes (`@`, `:`, `=`), letters, capitals and the capitals that may start
+//! a title. From those masks the scan computes where runs of digits start and which of them are
+//! glued to a word (see [`crate::scan`]) with a few shifts, instead of asking byte by byte.
+//!
+//! On x86-64 with AVX2 a block is two 32-byte loads and a dozen vector operations; elsewhere, a
+//! plain loop computes the same masks (and is what the tests hold the vector code to).
+
+/// The classes of one block of 64 bytes; bit `k` of each mask is about the block's `k`-th byte.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Block {
+    /// `0`-`9`.
+    pub digit: u64,
+    /// Bytes that may join digit groups: space, `-`, `.`, `/`, `(`, `)`.
+    pub sep: u64,
+    /// The trigger bytes the classifier was built with (a subset of `@`, `:`, `=`).
+    pub trig: u64,
+    /// ASCII letters.
+    pub alpha: u64,
+    /// `_`.
+    pub under: u64,
+    /// `A`-`Z`.
+    pub upper: u64,
+    /// `D`, `M`, `P` or `S` followed by one of `a e i r s x` (the start of every title in
+    /// [`crate::detect::person::TITLES`]); a capital that is a block's last byte is always
+    /// included, its follower being in the next block.
+    pub title: u64,
+}
+
+/// Separators between digit groups; the scan's `is_sep` says the same.
+const SEPS: &[u8] = b" -./()";
+/// First and second bytes of the titles.
+const TITLE_CAPS: &[u8] = b"DMPS";
+const TITLE_SECOND: &[u8] = b"aeirsx";
+
+/// A table for `pshufb`: entry `n` is the one listed byte whose low nibble is `n`, or a byte
+/// whose low nibble is not `n` (so that no byte compares equal to it). Every listed byte must be
+/// below 0x80 and the low nibbles distinct.
+const fn nibble_table(bytes: &[u8]) -> [u8; 16] {
+    let mut t = [0u8; 16];
+    let mut n = 0;
+    while n < 16 {
+        t[n] = (n as u8) ^ 1;
+        n += 1;
+    }
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        assert!(b < 0x80);
+        let lo = (b & 15) as usize;
+        assert!(
+            t[lo] == (lo as u8) ^ 1,
+            "two bytes with the same low nibble"
+        );
+        t[lo] = b;
+        i += 1;
+    }
+    t
+}
+
+/// Which bytes to classify as triggers, and how (AVX2 or the plain loop).
+#[derive(Debug, Clone)]
+pub struct Classifier {
+    trig: [u8; 16],
+    trig_bytes: Vec<u8>,
+    #[cfg(target_arch = "x86_64")]
+    avx2: bool,
+}
+
+impl Classifier {
+    /// A classifier whose `trig` mask holds `trig` (any of `@`, `:`, `=`).
+    pub fn new(trig: &[u8]) -> Classifier {
+        assert!(
+            trig.iter().all(|b| b"@:=".contains(b)),
+            "trigger bytes are @ : ="
+        );
+        let mut set = Vec::new();
+        for &b in trig {
+            if !set.contains(&b) {
+                set.push(b);
+            }
+        }
+        // Runtime detection: the binary runs on any x86-64, the vector path where it can.
+        #[cfg(target_arch = "x86_64")]
+        let avx2 = std::is_x86_feature_detected!("avx2");
+        Classifier {
+            trig: nibble_table(&set),
+            trig_bytes: set,
+            #[cfg(target_arch = "x86_64")]
+            avx2,
+        }
+    }
+
+    /// The plain loop only, whatever the CPU (tests compare the two paths).
+    #[cfg(test)]
+    pub fn scalar_only(mut self) -> Classifier {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.avx2 = false;
+        }
+        self
+    }
+
+    /// Classify the 64 bytes of `b`.
+    #[inline]
+    pub fn block(&self, b: &[u8; 64]) -> Block {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: `avx2` is set only when the CPU reports AVX2 (`Classifier::new`), which
+            // is the one requirement of `avx2::block`; it reads nothing outside `b`.
+            return unsafe { avx2::block(b, &self.trig) };
+        }
+        scalar(b, &self.trig_bytes)
+    }
+
+    /// Classify the 64 bytes of `s` starting at `at`, which may reach past either end of `s`:
+    /// bytes outside it count as NUL, which is in no class.
+    #[inline]
+    pub fn block_at(&self, s: &[u8], at: isize) -> Block {
+        if at >= 0 {
+            let a = at as usize;
+            if let Some(b) = s.get(a..a + 64) {
+                if let Ok(b) = <&[u8; 64]>::try_from(b) {
+                    return self.block(b);
+                }
+            }
+        }
+        let mut buf = [0u8; 64];
+        for (k, slot) in buf.iter_mut().enumerate() {
+            let p = at + k as isize;
+            if p >= 0 {
+                if let Some(&c) = s.get(p as usize) {
+                    *slot = c;
+                }
+            }
+        }
+        self.block(&buf)
+    }
+}
+
+/// The masks by a plain loop over the bytes.
+pub fn scalar(b: &[u8; 64], trig: &[u8]) -> Block {
+    let mut k = Block::default();
+    for (i, &c) in b.iter().enumerate() {
+        let bit = 1u64 << i;
+        if c.is_ascii_digit() {
+            k.digit |= bit;
+        }
+        if SEPS.contains(&c) {
+            k.sep |= bit;
+        }
+        if trig.contains(&c) {
+            k.trig |= bit;
+        }
+        if c.is_ascii_alphabetic() {
+            k.alpha |= bit;
+        }
+        if c == b'_' {
+            k.under |= bit;
+        }
+        if c.is_ascii_uppercase() {
+            k.upper |= bit;
+        }
+        let second_ok = b.get(i + 1).is_none_or(|n| TITLE_SECOND.contains(n));
+        if TITLE_CAPS.contains(&c) && second_ok {
+            k.title |= bit;
+        }
+    }
+    k
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{nibble_table, Block, SEPS, TITLE_CAPS, TITLE_SECOND};
+    use std::arch::x86_64::*;
+
+    const SEP_TABLE: [u8; 16] = nibble_table(SEPS);
+    const CAP_TABLE: [u8; 16] = nibble_table(TITLE_CAPS);
+    const SECOND_TABLE: [u8; 16] = nibble_table(TITLE_SECOND);
+
+    /// The bytes of `x` equal to the byte the table lists for their low nibble.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn listed(x: __m256i, table: __m256i) -> __m256i {
+        _mm256_cmpeq_epi8(x, _mm256_shuffle_epi8(table, x))
+    }
+
+    /// The bytes of `x` in `lo..=lo + span` (unsigned).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn within(x: __m256i, lo: u8, span: u8) -> __m256i {
+        let d = _mm256_sub_epi8(x, _mm256_set1_epi8(lo as i8));
+        _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(span as i8)), d)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn table(t: &[u8; 16]) -> __m256i {
+        let half = _mm_loadu_si128(t.as_ptr().cast());
+        _mm256_broadcastsi128_si256(half)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn mask(lo: __m256i, hi: __m256i) -> u64 {
+        let a = _mm256_movemask_epi8(lo) as u32 as u64;
+        let b = _mm256_movemask_epi8(hi) as u32 as u64;
+        a | b << 32
+    }
+
+    /// The masks of [`super::scalar`], 32 bytes per vector operation.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn block(b: &[u8; 64], trig: &[u8; 16]) -> Block {
+        let p = b.as_ptr();
+        // Two unaligned loads of 32 bytes, both inside `b`.
+        let x0 = _mm256_loadu_si256(p.cast());
+        let x1 = _mm256_loadu_si256(p.add(32).cast());
+        let (sep_t, cap_t, second_t, trig_t) = (
+            table(&SEP_TABLE),
+            table(&CAP_TABLE),
+            table(&SECOND_TABLE),
+            table(trig),
+        );
+        let fold = _mm256_set1_epi8(0x20);
+        let under = _mm256_set1_epi8(b'_' as i8);
+        let digit = mask(within(x0, b'0', 9), within(x1, b'0', 9));
+        let sep = mask(listed(x0, sep_t), listed(x1, sep_t));
+        let trig = mask(listed(x0, trig_t), listed(x1, trig_t));
+        let alpha = mask(
+            within(_mm256_or_si256(x0, fold), b'a', 25),
+            within(_mm256_or_si256(x1, fold), b'a', 25),
+        );
+        let upper = mask(within(x0, b'A', 25), within(x1, b'A', 25));
+        let under = mask(_mm256_cmpeq_epi8(x0, under), _mm256_cmpeq_epi8(x1, under));
+        let caps = mask(listed(x0, cap_t), listed(x1, cap_t));
+        let second = mask(listed(x0, second_t), listed(x1, second_t));
+        Block {
+            digit,
+            sep,
+            trig,
+            alpha,
+            under,
+            upper,
+            title: caps & (second >> 1 | 1 << 63),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Bytes from every class and their neighbours in the code table.
+    fn interesting() -> impl Strategy<Value = u8> {
+        prop_oneof![
+            prop::sample::select(
+                b"0123456789 -./()@:=_AZazDMPSaeirsx/:@[`{\0\x7f\x80\xff+,;<>?".to_vec()
+            ),
+            any::<u8>(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// The vector path gives the masks of the plain loop, on any bytes.
+        #[test]
+        fn vector_and_plain_masks_agree(bytes in prop::collection::vec(interesting(), 64)) {
+            let b: [u8; 64] = bytes.try_into().unwrap();
+            for trig in [&b"@:="[..], b"@", b":=", b""] {
+                let fast = Classifier::new(trig);
+                let plain = Classifier::new(trig).scalar_only();
+                prop_assert_eq!(fast.block(&b), plain.block(&b));
+                prop_assert_eq!(plain.block(&b), scalar(&b, trig));
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_past_either_end_read_as_nul() {
+        let c = Classifier::new(b"@");
+        let s = b"a1 @Mr";
+        let k = c.block_at(s, -2);
+        assert_eq!(k.alpha, 1 << 2 | 1 << 6 | 1 << 7);
+        assert_eq!(k.digit, 1 << 3);
+        assert_eq!(k.sep, 1 << 4);
+        assert_eq!(k.trig, 1 << 5);
+        assert_eq!(k.title, 1 << 6);
+        assert_eq!(c.block_at(s, 6), Block::default());
+    }
+}

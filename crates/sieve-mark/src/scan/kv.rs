@@ -1,0 +1,222 @@
+//! `key=value`, `key: value` and `"key": "value"` pairs: log fields a policy names, and secrets
+//! after keys such as `password` or `token`.
+//!
+//! Logs and NDJSON repeat a few dozen keys on every line. Which detectors a key concerns is
+//! worked out once (splitting the key into words and comparing them with every list) and
+//! remembered in [`KeyCache`], for the keys a policy lists and the ones it does not alike.
+
+use std::ops::Range;
+
+use super::{Scanner, Window};
+use crate::detect::{before, secret};
+use crate::names::FieldName;
+use crate::policy::Kind;
+use crate::scan::Hit;
+
+/// Longest key remembered; longer ones are looked at every time.
+const CACHED_KEY: usize = 24;
+
+/// Which detectors a key concerns, a bit per detector (policy order).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct KeyUse {
+    /// `kv-fields` detectors that list it.
+    fields: u64,
+    /// `secret` detectors with it among their password keys.
+    password: u64,
+    /// `secret` detectors with it among their other keys (and not their password keys).
+    secret: u64,
+}
+
+impl KeyUse {
+    fn any(&self) -> bool {
+        self.fields | self.password | self.secret != 0
+    }
+}
+
+/// Keys met in a chunk and what they concern: a direct-mapped table, where a collision only
+/// costs working a key out again.
+pub(super) struct KeyCache {
+    slots: Box<[(u8, [u8; CACHED_KEY], KeyUse); 64]>,
+}
+
+impl KeyCache {
+    pub(super) fn new() -> KeyCache {
+        KeyCache {
+            slots: Box::new([(0, [0; CACHED_KEY], KeyUse::default()); 64]),
+        }
+    }
+
+    fn slot(key: &[u8]) -> usize {
+        // Eight bytes at a time, enough to spread a few dozen keys over 64 slots.
+        let mut h = key.len() as u64;
+        for c in key.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..c.len()].copy_from_slice(c);
+            h = (h ^ u64::from_le_bytes(word)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+        (h >> 58) as usize
+    }
+}
+
+impl Scanner<'_> {
+    /// The detectors key `key` concerns, remembered or worked out.
+    fn key_use(&self, key: &[u8], cache: &mut KeyCache) -> KeyUse {
+        let cacheable = key.len() <= CACHED_KEY;
+        let slot = if cacheable { KeyCache::slot(key) } else { 0 };
+        if cacheable {
+            let (n, bytes, u) = &cache.slots[slot];
+            if usize::from(*n) == key.len() && &bytes[..key.len()] == key {
+                return *u;
+            }
+        }
+        let name = FieldName::new(key);
+        let mut u = KeyUse::default();
+        for &d in &self.kvs {
+            if let Kind::KvFields { keys } = &self.p.detectors[d].kind {
+                if keys.matches_name(&name) {
+                    u.fields |= 1 << d;
+                }
+            }
+        }
+        for &d in &self.secrets {
+            if let Kind::Secret {
+                password_keys,
+                keys,
+                ..
+            } = &self.p.detectors[d].kind
+            {
+                if password_keys.matches_name(&name) {
+                    u.password |= 1 << d;
+                } else if keys.matches_name(&name) {
+                    u.secret |= 1 << d;
+                }
+            }
+        }
+        if cacheable {
+            let e = &mut cache.slots[slot];
+            e.0 = key.len() as u8;
+            e.1[..key.len()].copy_from_slice(key);
+            e.2 = u;
+        }
+        u
+    }
+
+    /// `key=value`, `key: value` or `"key": "value"` around the `=` or `:` at `i`.
+    pub(super) fn key_value(
+        &self,
+        w: &Window<'_>,
+        i: usize,
+        cache: &mut KeyCache,
+        out: &mut Vec<Hit>,
+    ) {
+        let s = w.bytes;
+        let b = s[i];
+        let next = s.get(i + 1).copied();
+        let prev = before(s, i);
+        if next == Some(b'=')
+            || (b == b':' && matches!(next, Some(b':') | Some(b'/')))
+            || (b == b'=' && matches!(prev, Some(b'=' | b'!' | b'<' | b'>')))
+            || (b == b':' && prev == Some(b':'))
+        {
+            return;
+        }
+        // The key: an identifier just before, perhaps quoted, perhaps with a space.
+        let mut k_end = i;
+        while k_end > 0 && i - k_end < 2 && s[k_end - 1] == b' ' {
+            k_end -= 1;
+        }
+        if k_end > 0 && matches!(s[k_end - 1], b'"' | b'\'') {
+            k_end -= 1;
+        }
+        let key_char = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.');
+        let mut k = k_end;
+        while k > 0 && k_end - k <= 64 && key_char(s[k - 1]) {
+            k -= 1;
+        }
+        // Keys are identifiers: a timestamp's "10:" or a ratio's "3=" is none.
+        if k == k_end || k_end - k > 64 || !(s[k].is_ascii_alphabetic() || s[k] == b'_') {
+            return;
+        }
+        let u = self.key_use(&s[k..k_end], cache);
+        if !u.any() {
+            return;
+        }
+        // The value: quoted up to its closing quote, else up to a delimiter.
+        let mut v = i + 1;
+        while v < s.len() && v - i <= 4 && s[v] == b' ' {
+            v += 1;
+        }
+        let Some(value) = value_at(s, v) else {
+            return;
+        };
+        for &d in &self.kvs {
+            if u.fields & 1 << d != 0 {
+                self.emit(w, d, value.clone(), out);
+            }
+        }
+        for &d in &self.secrets {
+            let Kind::Secret {
+                min_len,
+                min_entropy,
+                ..
+            } = &self.p.detectors[d].kind
+            else {
+                continue;
+            };
+            let val = &s[value.clone()];
+            if u.password & 1 << d != 0 {
+                if val.len() >= 4 && !secret::is_placeholder(val) {
+                    self.emit(w, d, value.clone(), out);
+                }
+            } else if u.secret & 1 << d != 0 {
+                // `Authorization: Bearer <token>`: the token is the secret.
+                let mut r = value.clone();
+                let scheme = [&b"bearer"[..], b"basic", b"token", b"digest"]
+                    .iter()
+                    .any(|x| val.eq_ignore_ascii_case(x));
+                if scheme && s.get(value.end) == Some(&b' ') {
+                    match value_at(s, value.end + 1) {
+                        Some(t) => r = t,
+                        None => continue,
+                    }
+                }
+                if secret::looks_random(&s[r.clone()], *min_len, *min_entropy) {
+                    self.emit(w, d, r, out);
+                }
+            }
+        }
+    }
+}
+
+/// Most bytes of a value after a key.
+const MAX_VALUE: usize = 1024;
+
+/// The value starting at `v`: inside quotes if quoted, else up to a delimiter.
+fn value_at(s: &[u8], v: usize) -> Option<Range<usize>> {
+    let q = *s.get(v)?;
+    if q == b'{' || q == b'[' {
+        // A nested object or list is a structure, not a value (the JSON pass reads those).
+        return None;
+    }
+    if q == b'"' || q == b'\'' {
+        let mut e = v + 1;
+        while e < s.len() && e - v <= MAX_VALUE {
+            match s[e] {
+                b'\\' => e += 2,
+                c if c == q => return (e > v + 1).then_some(v + 1..e),
+                b'\n' => return None,
+                _ => e += 1,
+            }
+        }
+        return None;
+    }
+    let mut e = v;
+    while e < s.len()
+        && e - v < MAX_VALUE
+        && !s[e].is_ascii_whitespace()
+        && !b",;&\"'}])<>".contains(&s[e])
+    {
+        e += 1;
+    }
+    (e > v).then_some(v..e)
+}
