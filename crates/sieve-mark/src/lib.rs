@@ -9,6 +9,7 @@
 //! |---|---|
 //! | policies in TOML, the built-in `default` | [`policy`], `policies/default.toml` |
 //! | field names (CSV headers, JSON keys, log keys) | [`names`] |
+//! | allow patterns, with the literal every match holds searched first | [`allow`] |
 //! | validated detectors (Luhn, mod 97, SSN rules, phone plans, ...) | [`detect`] |
 //! | byte classes of 64-byte blocks (AVX2 where the CPU has it) | [`classify`] |
 //! | the content scan: triggers, prefilters, one window at a time | [`scan`] |
@@ -32,6 +33,7 @@
 //! through a bounded buffer. The two stateful passes (CSV rows, JSON nesting) run in order, one
 //! batch at a time, beside the chunks.
 
+pub mod allow;
 pub mod classify;
 pub mod detect;
 pub mod engine;

@@ -275,7 +275,7 @@ pub struct Policy {
     pub format: Format,
     pub detectors: Vec<Detector>,
     pub(crate) allow_values: Vec<Vec<u8>>,
-    pub(crate) allow_patterns: Vec<Regex>,
+    pub(crate) allow_patterns: Vec<crate::allow::AllowPattern>,
     /// Case-sensitive literal prefixes (cloud keys and JWTs).
     pub(crate) prefixes: Vec<Prefixes>,
     /// Keywords that make a date a date of birth, case-insensitive: the automaton (the
@@ -400,7 +400,8 @@ impl Policy {
             .patterns
             .iter()
             .map(|p| {
-                Regex::new(p).map_err(|e| PolicyError::Invalid(format!("allow pattern {p:?}: {e}")))
+                crate::allow::AllowPattern::new(p)
+                    .map_err(|e| PolicyError::Invalid(format!("allow pattern {p:?}: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut policy = Policy {

@@ -179,29 +179,25 @@ impl<'p> Scanner<'p> {
                 n => (1u64 << n) - 1,
             };
             let (runs, ibans) = self.run_starts(&cur, &prev);
-            let mut m = runs & live;
+            let titles = if self.persons.is_empty() {
+                0
+            } else {
+                cur.title
+            };
+            // In the order of the bytes, so that findings come out nearly sorted (merging them
+            // is then cheap).
+            let mut m = (runs | ibans | cur.trig | titles) & live;
             while m != 0 {
-                let j = pos + m.trailing_zeros() as usize;
+                let k = m.trailing_zeros();
                 m &= m - 1;
-                self.digit_run(w, j, &mut memo, out);
-            }
-            let mut m = ibans & live;
-            while m != 0 {
-                let j = pos + m.trailing_zeros() as usize;
-                m &= m - 1;
-                self.iban(w, j - 2, out);
-            }
-            let mut m = cur.trig & live;
-            while m != 0 {
-                let j = pos + m.trailing_zeros() as usize;
-                m &= m - 1;
-                self.trigger(w, j, &mut memo, out);
-            }
-            if !self.persons.is_empty() {
-                let mut m = cur.title & live;
-                while m != 0 {
-                    let j = pos + m.trailing_zeros() as usize;
-                    m &= m - 1;
+                let (bit, j) = (1u64 << k, pos + k as usize);
+                if runs & bit != 0 {
+                    self.digit_run(w, j, &mut memo, out);
+                } else if ibans & bit != 0 {
+                    self.iban(w, j - 2, out);
+                } else if cur.trig & bit != 0 {
+                    self.trigger(w, j, &mut memo, out);
+                } else {
                     self.title(w, j, out);
                 }
             }

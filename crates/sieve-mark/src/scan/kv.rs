@@ -33,42 +33,71 @@ impl KeyUse {
     }
 }
 
-/// Keys met in a chunk and what they concern: a direct-mapped table, where a collision only
-/// costs working a key out again.
+/// Slots of [`KeyCache`]: a few times the keys a log or an export repeats.
+const SLOTS: usize = 256;
+
+/// Keys met in a chunk and what they concern: a direct-mapped table of keys of at most
+/// [`CACHED_KEY`] bytes, held as three zero-padded words so that a lookup is a hash and three
+/// comparisons. A collision only costs working a key out again.
 pub(super) struct KeyCache {
-    slots: Box<[(u8, [u8; CACHED_KEY], KeyUse); 64]>,
+    slots: Box<[Slot; SLOTS]>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    len: u8,
+    words: [u64; 3],
+    key_use: KeyUse,
 }
 
 impl KeyCache {
     pub(super) fn new() -> KeyCache {
         KeyCache {
-            slots: Box::new([(0, [0; CACHED_KEY], KeyUse::default()); 64]),
+            slots: Box::new([Slot::default(); SLOTS]),
         }
     }
+}
 
-    fn slot(key: &[u8]) -> usize {
-        // Eight bytes at a time, enough to spread a few dozen keys over 64 slots.
-        let mut h = key.len() as u64;
-        for c in key.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..c.len()].copy_from_slice(c);
-            h = (h ^ u64::from_le_bytes(word)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-        (h >> 58) as usize
-    }
+/// A key of at most [`CACHED_KEY`] bytes as zero-padded words, and its slot.
+#[inline]
+fn words_of(key: &[u8]) -> ([u64; 3], usize) {
+    let mut b = [0u8; CACHED_KEY];
+    b[..key.len()].copy_from_slice(key);
+    let w = |k: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[8 * k..8 * k + 8]);
+        u64::from_le_bytes(x)
+    };
+    let words = [w(0), w(1), w(2)];
+    let h = (words[0] ^ words[1].rotate_left(21) ^ words[2].rotate_left(42) ^ key.len() as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (words, (h >> 56) as usize % SLOTS)
 }
 
 impl Scanner<'_> {
     /// The detectors key `key` concerns, remembered or worked out.
+    #[inline]
     fn key_use(&self, key: &[u8], cache: &mut KeyCache) -> KeyUse {
-        let cacheable = key.len() <= CACHED_KEY;
-        let slot = if cacheable { KeyCache::slot(key) } else { 0 };
-        if cacheable {
-            let (n, bytes, u) = &cache.slots[slot];
-            if usize::from(*n) == key.len() && &bytes[..key.len()] == key {
-                return *u;
-            }
+        if key.len() > CACHED_KEY {
+            return self.work_out(key);
         }
+        let (words, slot) = words_of(key);
+        let e = &mut cache.slots[slot];
+        if usize::from(e.len) == key.len() && e.words == words {
+            return e.key_use;
+        }
+        let u = self.work_out(key);
+        *e = Slot {
+            len: key.len() as u8,
+            words,
+            key_use: u,
+        };
+        u
+    }
+
+    /// Which detectors a key concerns, by splitting it into words and comparing them with every
+    /// list.
+    fn work_out(&self, key: &[u8]) -> KeyUse {
         let name = FieldName::new(key);
         let mut u = KeyUse::default();
         for &d in &self.kvs {
@@ -91,12 +120,6 @@ impl Scanner<'_> {
                     u.secret |= 1 << d;
                 }
             }
-        }
-        if cacheable {
-            let e = &mut cache.slots[slot];
-            e.0 = key.len() as u8;
-            e.1[..key.len()].copy_from_slice(key);
-            e.2 = u;
         }
         u
     }

@@ -662,7 +662,7 @@ impl<'p> Scanner<'p> {
                         None => continue,
                     }
                 }
-                if secret::looks_random(&s[r.clone()], *min_len, *min_entropy) {
+                if secret::looks_random_by_definition(&s[r.clone()], *min_len, *min_entropy) {
                     self.emit(w, d, r, out);
                 }
             }
