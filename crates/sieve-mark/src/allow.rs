@@ -2,10 +2,10 @@
 //!
 //! Every finding is checked against them, and a regular expression has a start-up cost far above
 //! the few dozen bytes of a finding. Most allow patterns hold a literal every match contains
-//! (`@example\.(com|org|net)$` holds `@example.`), so that literal is searched first, with a
-//! prebuilt `memmem` finder, and the expression runs only on the findings that contain it.
+//! (`@example\.(com|org|net)$` holds `@example.`), so that literal is searched first (its first
+//! byte with `memchr`, then the rest), and the expression runs only on the findings that contain
+//! it.
 
-use memchr::memmem::Finder;
 use regex::bytes::Regex;
 use regex_syntax::hir::{Hir, HirKind};
 
@@ -14,7 +14,7 @@ use regex_syntax::hir::{Hir, HirKind};
 pub struct AllowPattern {
     re: Regex,
     /// A literal every match contains, if the pattern has one.
-    needle: Option<Finder<'static>>,
+    needle: Option<Vec<u8>>,
 }
 
 impl AllowPattern {
@@ -23,8 +23,7 @@ impl AllowPattern {
         let needle = regex_syntax::parse(pattern)
             .ok()
             .and_then(|hir| required_literal(&hir))
-            .filter(|l| !l.is_empty())
-            .map(|l| Finder::new(&l).into_owned());
+            .filter(|l| !l.is_empty());
         Ok(AllowPattern { re, needle })
     }
 
@@ -32,7 +31,7 @@ impl AllowPattern {
     #[inline]
     pub fn is_match(&self, bytes: &[u8]) -> bool {
         if let Some(n) = &self.needle {
-            if n.find(bytes).is_none() {
+            if !memchr::memchr_iter(n[0], bytes).any(|p| bytes[p..].starts_with(n)) {
                 return false;
             }
         }

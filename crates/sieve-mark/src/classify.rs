@@ -3,8 +3,8 @@
 //!
 //! Documents are mostly letters and spaces, and a dense log has a candidate every few bytes, so
 //! the scan's first step is to tell, for a whole block at once, which bytes are digits, digit
-//! separators, trigger bytes (`@`, `:`, `=`), letters, capitals and the capitals that may start
-//! a title. From those masks the scan computes where runs of digits start and which of them are
+//! separators, trigger bytes (`@`, `:`, `=`), letters, capitals, the capitals that may start
+//! a title and the bytes that start a key prefix. From those masks the scan computes where runs of digits start and which of them are
 //! glued to a word (see [`crate::scan`]) with a few shifts, instead of asking byte by byte.
 //!
 //! On x86-64 with AVX2 a block is two 32-byte loads and a dozen vector operations; elsewhere, a
@@ -29,6 +29,12 @@ pub struct Block {
     /// [`crate::detect::person::TITLES`]); a capital that is a block's last byte is always
     /// included, its follower being in the next block.
     pub title: u64,
+    /// `-`.
+    pub dash: u64,
+    /// `.`.
+    pub dot: u64,
+    /// The first bytes of the literal prefixes the classifier was built with (key prefixes).
+    pub first: u64,
 }
 
 /// Separators between digit groups; the scan's `is_sep` says the same.
@@ -62,18 +68,49 @@ const fn nibble_table(bytes: &[u8]) -> [u8; 16] {
     t
 }
 
-/// Which bytes to classify as triggers, and how (AVX2 or the plain loop).
+/// A set of ASCII bytes as two `pshufb` tables: byte `x` is in the set when
+/// `lo[x & 15] & hi[x >> 4]` is not zero (`hi` has one bit per high nibble below 8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSet {
+    lo: [u8; 16],
+    hi: [u8; 16],
+}
+
+impl ByteSet {
+    /// The set of `bytes`; bytes of 0x80 and above cannot be members.
+    pub fn new(bytes: &[u8]) -> ByteSet {
+        let mut lo = [0u8; 16];
+        let mut hi = [0u8; 16];
+        for (h, slot) in hi.iter_mut().enumerate().take(8) {
+            *slot = 1 << h;
+        }
+        for &b in bytes {
+            assert!(b < 0x80, "byte sets hold ASCII bytes");
+            lo[usize::from(b & 15)] |= 1 << (b >> 4);
+        }
+        ByteSet { lo, hi }
+    }
+
+    #[inline]
+    pub fn contains(&self, b: u8) -> bool {
+        self.lo[usize::from(b & 15)] & self.hi[usize::from(b >> 4)] != 0
+    }
+}
+
+/// Which bytes to classify as triggers and as prefix starts, and how (AVX2 or the plain loop).
 #[derive(Debug, Clone)]
 pub struct Classifier {
     trig: [u8; 16],
     trig_bytes: Vec<u8>,
+    first: ByteSet,
     #[cfg(target_arch = "x86_64")]
     avx2: bool,
 }
 
 impl Classifier {
-    /// A classifier whose `trig` mask holds `trig` (any of `@`, `:`, `=`).
-    pub fn new(trig: &[u8]) -> Classifier {
+    /// A classifier whose `trig` mask holds `trig` (any of `@`, `:`, `=`) and whose `first`
+    /// mask holds the bytes of `first` (ASCII).
+    pub fn new(trig: &[u8], first: &[u8]) -> Classifier {
         assert!(
             trig.iter().all(|b| b"@:=".contains(b)),
             "trigger bytes are @ : ="
@@ -90,6 +127,7 @@ impl Classifier {
         Classifier {
             trig: nibble_table(&set),
             trig_bytes: set,
+            first: ByteSet::new(first),
             #[cfg(target_arch = "x86_64")]
             avx2,
         }
@@ -112,9 +150,9 @@ impl Classifier {
         if self.avx2 {
             // SAFETY: `avx2` is set only when the CPU reports AVX2 (`Classifier::new`), which
             // is the one requirement of `avx2::block`; it reads nothing outside `b`.
-            return unsafe { avx2::block(b, &self.trig) };
+            return unsafe { avx2::block(b, &self.trig, &self.first) };
         }
-        scalar(b, &self.trig_bytes)
+        scalar(b, &self.trig_bytes, &self.first)
     }
 
     /// Classify the 64 bytes of `s` starting at `at`, which may reach past either end of `s`:
@@ -143,7 +181,7 @@ impl Classifier {
 }
 
 /// The masks by a plain loop over the bytes.
-pub fn scalar(b: &[u8; 64], trig: &[u8]) -> Block {
+pub fn scalar(b: &[u8; 64], trig: &[u8], first: &ByteSet) -> Block {
     let mut k = Block::default();
     for (i, &c) in b.iter().enumerate() {
         let bit = 1u64 << i;
@@ -169,13 +207,22 @@ pub fn scalar(b: &[u8; 64], trig: &[u8]) -> Block {
         if TITLE_CAPS.contains(&c) && second_ok {
             k.title |= bit;
         }
+        if c == b'-' {
+            k.dash |= bit;
+        }
+        if c == b'.' {
+            k.dot |= bit;
+        }
+        if first.contains(c) {
+            k.first |= bit;
+        }
     }
     k
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{nibble_table, Block, SEPS, TITLE_CAPS, TITLE_SECOND};
+    use super::{nibble_table, Block, ByteSet, SEPS, TITLE_CAPS, TITLE_SECOND};
     use std::arch::x86_64::*;
 
     const SEP_TABLE: [u8; 16] = nibble_table(SEPS);
@@ -195,6 +242,21 @@ mod avx2 {
     unsafe fn within(x: __m256i, lo: u8, span: u8) -> __m256i {
         let d = _mm256_sub_epi8(x, _mm256_set1_epi8(lo as i8));
         _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(span as i8)), d)
+    }
+
+    /// The bytes of `x` in the [`ByteSet`] whose tables are `lo` and `hi`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn in_set(x: __m256i, lo: __m256i, hi: __m256i) -> __m256i {
+        // Low nibble through `lo`, high nibble through `hi`; a byte of 0x80 or above keeps its
+        // top bit in the index, which makes `pshufb` give 0 (no member).
+        let hi_n = _mm256_and_si256(_mm256_srli_epi16::<4>(x), _mm256_set1_epi8(0x0f));
+        let hi_n = _mm256_or_si256(hi_n, _mm256_and_si256(x, _mm256_set1_epi8(-128)));
+        let both = _mm256_and_si256(_mm256_shuffle_epi8(lo, x), _mm256_shuffle_epi8(hi, hi_n));
+        _mm256_xor_si256(
+            _mm256_cmpeq_epi8(both, _mm256_setzero_si256()),
+            _mm256_set1_epi8(-1),
+        )
     }
 
     #[inline]
@@ -217,7 +279,7 @@ mod avx2 {
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn block(b: &[u8; 64], trig: &[u8; 16]) -> Block {
+    pub unsafe fn block(b: &[u8; 64], trig: &[u8; 16], first: &ByteSet) -> Block {
         let p = b.as_ptr();
         // Two unaligned loads of 32 bytes, both inside `b`.
         let x0 = _mm256_loadu_si256(p.cast());
@@ -241,6 +303,11 @@ mod avx2 {
         let under = mask(_mm256_cmpeq_epi8(x0, under), _mm256_cmpeq_epi8(x1, under));
         let caps = mask(listed(x0, cap_t), listed(x1, cap_t));
         let second = mask(listed(x0, second_t), listed(x1, second_t));
+        let (dash_v, dot_v) = (_mm256_set1_epi8(b'-' as i8), _mm256_set1_epi8(b'.' as i8));
+        let dash = mask(_mm256_cmpeq_epi8(x0, dash_v), _mm256_cmpeq_epi8(x1, dash_v));
+        let dot = mask(_mm256_cmpeq_epi8(x0, dot_v), _mm256_cmpeq_epi8(x1, dot_v));
+        let (lo_t, hi_t) = (table(&first.lo), table(&first.hi));
+        let first = mask(in_set(x0, lo_t, hi_t), in_set(x1, lo_t, hi_t));
         Block {
             digit,
             sep,
@@ -249,6 +316,9 @@ mod avx2 {
             under,
             upper,
             title: caps & (second >> 1 | 1 << 63),
+            dash,
+            dot,
+            first,
         }
     }
 }
@@ -275,18 +345,18 @@ mod tests {
         #[test]
         fn vector_and_plain_masks_agree(bytes in prop::collection::vec(interesting(), 64)) {
             let b: [u8; 64] = bytes.try_into().unwrap();
-            for trig in [&b"@:="[..], b"@", b":=", b""] {
-                let fast = Classifier::new(trig);
-                let plain = Classifier::new(trig).scalar_only();
+            for (trig, first) in [(&b"@:="[..], &b"ASgxsrnhde"[..]), (b"@", b""), (b":=", b"\0\x7f/A"), (b"", b"e")] {
+                let fast = Classifier::new(trig, first);
+                let plain = Classifier::new(trig, first).scalar_only();
                 prop_assert_eq!(fast.block(&b), plain.block(&b));
-                prop_assert_eq!(plain.block(&b), scalar(&b, trig));
+                prop_assert_eq!(plain.block(&b), scalar(&b, trig, &ByteSet::new(first)));
             }
         }
     }
 
     #[test]
     fn blocks_past_either_end_read_as_nul() {
-        let c = Classifier::new(b"@");
+        let c = Classifier::new(b"@", b"a");
         let s = b"a1 @Mr";
         let k = c.block_at(s, -2);
         assert_eq!(k.alpha, 1 << 2 | 1 << 6 | 1 << 7);
@@ -294,6 +364,9 @@ mod tests {
         assert_eq!(k.sep, 1 << 4);
         assert_eq!(k.trig, 1 << 5);
         assert_eq!(k.title, 1 << 6);
+        assert_eq!(k.first, 1 << 2);
+        let set = ByteSet::new(b"ASgx\0");
+        assert!((0u8..=255).all(|b| set.contains(b) == b"ASgx\0".contains(&b)));
         assert_eq!(c.block_at(s, 6), Block::default());
     }
 }

@@ -276,8 +276,11 @@ pub struct Policy {
     pub detectors: Vec<Detector>,
     pub(crate) allow_values: Vec<Vec<u8>>,
     pub(crate) allow_patterns: Vec<crate::allow::AllowPattern>,
-    /// Case-sensitive literal prefixes (cloud keys and JWTs).
+    /// Case-sensitive literal prefixes (cloud keys and JWTs): the automaton (the reference
+    /// scan's) and the same prefixes by first byte, longest first, which the scan checks at the
+    /// word starts its block filter gives.
     pub(crate) prefixes: Vec<Prefixes>,
+    pub(crate) prefix_starts: Vec<PrefixBucket>,
     /// Keywords that make a date a date of birth, case-insensitive: the automaton (the
     /// reference scan's) and the block filter the scan asks.
     pub(crate) dob_keywords: Option<AhoCorasick>,
@@ -289,8 +292,17 @@ pub struct Policy {
     source: String,
 }
 
-/// The prefix automaton and, per pattern, what it starts.
+/// The prefixes that start with one byte, longest first, and the set of their second bytes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PrefixBucket {
+    pub seconds: u128,
+    pub list: Vec<(Vec<u8>, PrefixWhat)>,
+}
+
+/// The prefix automaton and, per pattern, what it starts: the reference scan's way of finding
+/// prefixes, which the tests hold the block filter to.
 #[derive(Debug, Clone)]
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct Prefixes {
     pub ac: AhoCorasick,
     pub what: Vec<PrefixWhat>,
@@ -414,6 +426,7 @@ impl Policy {
             allow_values: allow.values.into_iter().map(String::into_bytes).collect(),
             allow_patterns,
             prefixes: Vec::new(),
+            prefix_starts: Vec::new(),
             dob_keywords: None,
             dob_words: None,
             regex_set: None,
@@ -464,6 +477,27 @@ impl Policy {
         // starts anywhere finds the same ones), and a prefix that is the start of a longer one
         // (`sk-`, `sk-proj-`) fails its own rule where the longer one applies.
         if !pats.is_empty() {
+            // Longest first for each first byte; among equal ones the first listed, as the
+            // automaton's leftmost-longest search reports.
+            let mut starts: Vec<PrefixBucket> = vec![PrefixBucket::default(); 128];
+            for (p, w) in pats.iter().zip(&what) {
+                let bucket = match p.as_slice() {
+                    [a, b, ..] if *b < 128 => starts.get_mut(usize::from(*a)),
+                    _ => None,
+                };
+                let Some(bucket) = bucket else {
+                    return Err(PolicyError::Invalid(format!(
+                        "prefix {:?} is not two ASCII bytes or more",
+                        String::from_utf8_lossy(p)
+                    )));
+                };
+                bucket.seconds |= 1 << p[1];
+                bucket.list.push((p.clone(), *w));
+            }
+            for b in &mut starts {
+                b.list.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+            }
+            self.prefix_starts = starts;
             let ac = AhoCorasickBuilder::new()
                 .match_kind(MatchKind::LeftmostLongest)
                 .build(&pats)

@@ -84,6 +84,39 @@ pub struct Scanner<'p> {
 struct Memo {
     keys: kv::KeyCache,
     keywords: crate::keywords::Cache,
+    headers: jwt::Headers,
+}
+
+/// The classes of the block being scanned and of its neighbours.
+struct Near<'a> {
+    prev: &'a Block,
+    cur: &'a Block,
+    next: &'a Block,
+}
+
+impl Near<'_> {
+    /// Bit k: byte k - n of the block has class `f` (from the block before for k < n).
+    #[inline]
+    fn back(&self, f: impl Fn(&Block) -> u64, n: u32) -> u64 {
+        f(self.cur) << n | f(self.prev) >> (64 - n)
+    }
+
+    /// Bit k: byte k + n of the block has class `f` (from the block after for k >= 64 - n).
+    #[inline]
+    fn ahead(&self, f: impl Fn(&Block) -> u64, n: u32) -> u64 {
+        f(self.cur) >> n | f(self.next) << (64 - n)
+    }
+
+    /// The bytes a key may hold (letters, digits, `_`, `-`, `.`) in this block and the one
+    /// before, which starts at window position `pos - 64`.
+    #[inline]
+    fn key_chars(&self, pos: usize) -> kv::KeyChars {
+        let f = |b: &Block| b.alpha | b.digit | b.under | b.dash | b.dot;
+        kv::KeyChars {
+            start: pos as isize - 64,
+            bits: u128::from(f(self.cur)) << 64 | u128::from(f(self.prev)),
+        }
+    }
 }
 
 impl<'p> Scanner<'p> {
@@ -106,7 +139,7 @@ impl<'p> Scanner<'p> {
             digits: false,
             colon: false,
             eq: false,
-            classifier: Classifier::new(b""),
+            classifier: Classifier::new(b"", b""),
         };
         for (i, d) in p.detectors.iter().enumerate() {
             match &d.kind {
@@ -144,7 +177,14 @@ impl<'p> Scanner<'p> {
         if sc.eq {
             trig.push(b'=');
         }
-        sc.classifier = Classifier::new(&trig);
+        let firsts: Vec<u8> = (0u8..128)
+            .filter(|&b| {
+                p.prefix_starts
+                    .get(usize::from(b))
+                    .is_some_and(|l| !l.list.is_empty())
+            })
+            .collect();
+        sc.classifier = Classifier::new(&trig, &firsts);
         sc
     }
 
@@ -168,25 +208,39 @@ impl<'p> Scanner<'p> {
         let mut memo = Memo {
             keys: kv::KeyCache::new(),
             keywords: crate::keywords::Cache::new(),
+            headers: jwt::Headers::default(),
         };
         let mut pos = w.own.start;
-        // The block before the first: runs and words that began before the chunk.
+        // The block before (runs and words that began before the chunk), the block, and the
+        // block after (how a run goes on).
         let mut prev = self.classifier.block_at(s, pos as isize - 64);
+        let mut cur = self.classifier.block_at(s, pos as isize);
         while pos < w.own.end {
-            let cur = self.classifier.block_at(s, pos as isize);
+            let next = self.classifier.block_at(s, pos as isize + 64);
             let live = match w.own.end - pos {
                 n if n >= 64 => !0u64,
                 n => (1u64 << n) - 1,
             };
-            let (runs, ibans) = self.run_starts(&cur, &prev);
+            let near = Near {
+                prev: &prev,
+                cur: &cur,
+                next: &next,
+            };
+            let (runs, ibans) = self.run_starts(&near);
             let titles = if self.persons.is_empty() {
                 0
             } else {
                 cur.title
             };
+            let prefixes = if self.p.prefix_starts.is_empty() {
+                0
+            } else {
+                // A prefix counts only where no word character or `-` is just before it.
+                cur.first & !near.back(|b| b.alpha | b.digit | b.under | b.dash, 1)
+            };
             // In the order of the bytes, so that findings come out nearly sorted (merging them
             // is then cheap).
-            let mut m = (runs | ibans | cur.trig | titles) & live;
+            let mut m = (runs | ibans | cur.trig | titles | prefixes) & live;
             while m != 0 {
                 let k = m.trailing_zeros();
                 m &= m - 1;
@@ -196,46 +250,104 @@ impl<'p> Scanner<'p> {
                 } else if ibans & bit != 0 {
                     self.iban(w, j - 2, out);
                 } else if cur.trig & bit != 0 {
-                    self.trigger(w, j, &mut memo, out);
+                    self.trigger(w, j, &near, pos, &mut memo, out);
                 } else {
-                    self.title(w, j, out);
+                    if titles & bit != 0 {
+                        self.title(w, j, out);
+                    }
+                    if prefixes & bit != 0 {
+                        self.prefix(w, j, &mut memo, out);
+                    }
                 }
             }
             prev = cur;
+            cur = next;
             pos += 64;
         }
     }
 
-    /// The digits of block `cur` that start a run of digit groups not glued to a word, and
-    /// those that start one right after two capitals that begin a word (an IBAN's country
-    /// code); `prev` is the block before.
+    /// The digits of the block that start a run of digit groups not glued to a word (less the
+    /// runs that are one group of fewer than four digits, in which nothing is found), and those
+    /// that start one right after two capitals that begin a word (an IBAN's country code).
     #[inline]
-    fn run_starts(&self, cur: &Block, prev: &Block) -> (u64, u64) {
-        if !self.digits {
+    fn run_starts(&self, k: &Near<'_>) -> (u64, u64) {
+        if !self.digits || k.cur.digit == 0 {
             return (0, 0);
         }
-        // Bit k of `back(f, n)`: byte k - n has class f (from the block before for k < n).
-        let back = |f: fn(&Block) -> u64, n: u32| f(cur) << n | f(prev) >> (64 - n);
-        let (d1, d2, d3) = (
-            back(|b| b.digit, 1),
-            back(|b| b.digit, 2),
-            back(|b| b.digit, 3),
-        );
-        let (p1, p2) = (back(|b| b.sep, 1), back(|b| b.sep, 2));
-        let starts = cur.digit & !(d1 | (p1 & d2) | (p1 & p2 & d3));
-        let glued = starts & back(|b| b.alpha | b.under, 1);
+        let digit = |b: &Block| b.digit;
+        let sep = |b: &Block| b.sep;
+        let (d1, d2, d3) = (k.back(digit, 1), k.back(digit, 2), k.back(digit, 3));
+        let (p1, p2) = (k.back(sep, 1), k.back(sep, 2));
+        let starts = k.cur.digit & !(d1 | (p1 & d2) | (p1 & p2 & d3));
+        let glued = starts & k.back(|b| b.alpha | b.under, 1);
         let ibans = if self.ibans.is_empty() {
             0
         } else {
-            let (u1, u2) = (back(|b| b.upper, 1), back(|b| b.upper, 2));
-            glued & u1 & u2 & !back(|b| b.alpha | b.digit, 3)
+            let upper = |b: &Block| b.upper;
+            let (u1, u2) = (k.back(upper, 1), k.back(upper, 2));
+            glued & u1 & u2 & !k.back(|b| b.alpha | b.digit, 3)
         };
-        (starts & !glued, ibans)
+        let runs = starts & !glued;
+        // A group that ends before byte n: another follows if a separator is there and a digit
+        // after it, or two separators and then a digit.
+        let (f1, f2, f3, f4, f5) = (
+            k.ahead(digit, 1),
+            k.ahead(digit, 2),
+            k.ahead(digit, 3),
+            k.ahead(digit, 4),
+            k.ahead(digit, 5),
+        );
+        let (q1, q2, q3, q4) = (
+            k.ahead(sep, 1),
+            k.ahead(sep, 2),
+            k.ahead(sep, 3),
+            k.ahead(sep, 4),
+        );
+        let goes_on = |pn: u64, dn1: u64, pn1: u64, dn2: u64| pn & (dn1 | (pn1 & dn2));
+        let alone = (!f1 & !goes_on(q1, f2, q2, f3))
+            | (f1 & !f2 & !goes_on(q2, f3, q3, f4))
+            | (f1 & f2 & !f3 & !goes_on(q3, f4, q4, f5));
+        (runs & !alone, ibans)
+    }
+
+    /// A word start at `at` whose first byte some key prefix has: the longest prefix there, and
+    /// the key or token it starts, if any.
+    #[inline]
+    fn prefix(&self, w: &Window<'_>, at: usize, memo: &mut Memo, out: &mut Vec<Hit>) {
+        let s = w.bytes;
+        let Some(bucket) = self.p.prefix_starts.get(usize::from(s[at])) else {
+            return;
+        };
+        // Most word starts with a listed first byte have no listed second byte after it.
+        let second = s.get(at + 1).copied().unwrap_or(0);
+        if second >= 128 || bucket.seconds & 1 << second == 0 {
+            return;
+        }
+        let holds =
+            |p: &[u8]| p.len() <= s.len() - at && p.iter().zip(&s[at..]).all(|(a, b)| a == b);
+        let Some((_, what)) = bucket.list.iter().find(|(p, _)| holds(p)) else {
+            return;
+        };
+        let found = match *what {
+            PrefixWhat::ApiKey(d, rule) => api_key::key_at(s, at, &rule).map(|r| (d, r)),
+            PrefixWhat::Jwt(d) => jwt::token_at_with(s, at, &mut memo.headers).map(|r| (d, r)),
+        };
+        if let Some((d, r)) = found {
+            self.emit(w, d, r, out);
+        }
     }
 
     /// A trigger byte (`@`, `:` or `=`) at `i`.
     #[inline]
-    fn trigger(&self, w: &Window<'_>, i: usize, memo: &mut Memo, out: &mut Vec<Hit>) {
+    fn trigger(
+        &self,
+        w: &Window<'_>,
+        i: usize,
+        near: &Near<'_>,
+        pos: usize,
+        memo: &mut Memo,
+        out: &mut Vec<Hit>,
+    ) {
         let s = w.bytes;
         match s[i] {
             b'@' => {
@@ -254,10 +366,10 @@ impl<'p> Scanner<'p> {
                     }
                 }
                 if self.eq {
-                    self.key_value(w, i, &mut memo.keys, out);
+                    self.key_value(w, i, &near.key_chars(pos), &mut memo.keys, out);
                 }
             }
-            b'=' => self.key_value(w, i, &mut memo.keys, out),
+            b'=' => self.key_value(w, i, &near.key_chars(pos), &mut memo.keys, out),
             _ => {}
         }
     }
@@ -266,38 +378,20 @@ impl<'p> Scanner<'p> {
     #[inline]
     fn title(&self, w: &Window<'_>, at: usize, out: &mut Vec<Hit>) {
         let s = w.bytes;
-        for t in person::TITLES {
-            if s[at..].starts_with(t.as_bytes()) {
-                if let Some(r) = person::name_after(s, at, at + t.len()) {
-                    for &d in &self.persons {
-                        self.emit(w, d, r.clone(), out);
-                    }
+        if let Some(n) = person::title_at(s, at) {
+            if let Some(r) = person::name_after(s, at, at + n) {
+                for &d in &self.persons {
+                    self.emit(w, d, r.clone(), out);
                 }
-                break;
             }
         }
     }
 
-    /// Prefixes, PEM blocks, regular expressions and keywords that start in the chunk.
+    /// PEM blocks, regular expressions and keywords that start in the chunk.
     fn literals(&self, w: &Window<'_>, out: &mut Vec<Hit>) {
         let s = w.bytes;
         let own = w.own.clone();
         let reach = |n: usize| (own.end + n).min(s.len());
-        for pre in &self.p.prefixes {
-            for m in pre.ac.find_iter(&s[own.start..reach(16)]) {
-                let at = own.start + m.start();
-                if at >= own.end {
-                    break;
-                }
-                let found = match pre.what[m.pattern().as_usize()] {
-                    PrefixWhat::ApiKey(d, rule) => api_key::key_at(s, at, &rule).map(|r| (d, r)),
-                    PrefixWhat::Jwt(d) => jwt::token_at(s, at).map(|r| (d, r)),
-                };
-                if let Some((d, r)) = found {
-                    self.emit(w, d, r, out);
-                }
-            }
-        }
         if !self.pems.is_empty() {
             let hay = &s[own.start..reach(pem::BEGIN.len())];
             for p in memchr::memmem::find_iter(hay, pem::BEGIN) {

@@ -74,6 +74,47 @@ fn words_of(key: &[u8]) -> ([u64; 3], usize) {
     (words, (h >> 56) as usize % SLOTS)
 }
 
+/// Which bytes around a trigger may be part of a key (letters, digits, `_`, `-`, `.`): bit `t`
+/// of `bits` is about window position `start + t`, over the two blocks that end with the
+/// trigger's, so that the key before a trigger is found with one bit search.
+pub(super) struct KeyChars {
+    pub start: isize,
+    pub bits: u128,
+}
+
+impl KeyChars {
+    /// The start of the run of key bytes that ends at `end`, if it starts inside the two blocks.
+    #[inline]
+    fn run_start(&self, end: usize) -> Option<usize> {
+        let t = end as isize - self.start;
+        if !(0..128).contains(&t) {
+            return None;
+        }
+        let others = !self.bits & ((1u128 << t) - 1);
+        if others == 0 {
+            return None;
+        }
+        let last_other = 127 - others.leading_zeros() as isize;
+        Some((self.start + last_other + 1) as usize)
+    }
+}
+
+/// Bytes that end a value that is not quoted.
+static VALUE_END: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = b.is_ascii_whitespace()
+            || matches!(
+                b,
+                b',' | b';' | b'&' | b'"' | b'\'' | b'}' | b']' | b')' | b'<' | b'>'
+            );
+        i += 1;
+    }
+    t
+};
+
 impl Scanner<'_> {
     /// The detectors key `key` concerns, remembered or worked out.
     #[inline]
@@ -129,6 +170,7 @@ impl Scanner<'_> {
         &self,
         w: &Window<'_>,
         i: usize,
+        chars: &KeyChars,
         cache: &mut KeyCache,
         out: &mut Vec<Hit>,
     ) {
@@ -151,11 +193,17 @@ impl Scanner<'_> {
         if k_end > 0 && matches!(s[k_end - 1], b'"' | b'\'') {
             k_end -= 1;
         }
-        let key_char = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.');
-        let mut k = k_end;
-        while k > 0 && k_end - k <= 64 && key_char(s[k - 1]) {
-            k -= 1;
-        }
+        let k = match chars.run_start(k_end) {
+            Some(k) => k,
+            None => {
+                let key_char = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.');
+                let mut k = k_end;
+                while k > 0 && k_end - k <= 64 && key_char(s[k - 1]) {
+                    k -= 1;
+                }
+                k
+            }
+        };
         // Keys are identifiers: a timestamp's "10:" or a ratio's "3=" is none.
         if k == k_end || k_end - k > 64 || !(s[k].is_ascii_alphabetic() || s[k] == b'_') {
             return;
@@ -233,13 +281,10 @@ fn value_at(s: &[u8], v: usize) -> Option<Range<usize>> {
         }
         return None;
     }
-    let mut e = v;
-    while e < s.len()
-        && e - v < MAX_VALUE
-        && !s[e].is_ascii_whitespace()
-        && !b",;&\"'}])<>".contains(&s[e])
-    {
-        e += 1;
-    }
+    let lim = s.len().min(v + MAX_VALUE);
+    let e = s[v..lim]
+        .iter()
+        .position(|&b| VALUE_END[usize::from(b)])
+        .map_or(lim, |p| v + p);
     (e > v).then_some(v..e)
 }

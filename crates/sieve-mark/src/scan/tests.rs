@@ -99,6 +99,18 @@ fn fragment() -> impl Strategy<Value = &'static str> {
         "user=ann",
         "client_ip=10.1.2.3",
         "AKIAIOSFODNN7EXAMPLE",
+        "x.AKIAIOSFODNN7EXAMPLE",
+        "-AKIAIOSFODNN7EXAMPLE",
+        "sk-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV",
+        "sk-proj-abcdefghijklmnopqrstuvwxyz-ABCDEFGHIJKLMNOP",
+        "SG.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.abcd",
+        "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln",
+        "eyJ",
+        "sk",
+        "a_very_long_key_name_for_the_cache_password=abc12345",
+        "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk_token=9fQ2xLk0pZ7wQ1",
+        "session_token=9fQ2xLk0pZ7wQ1",
         "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
         "born 1984-03-12",
         "DOB: 12/03/1984",
@@ -205,7 +217,7 @@ fn generated_documents_give_the_reference_findings() {
 
 #[test]
 fn every_title_passes_the_block_filter() {
-    let c = crate::classify::Classifier::new(b"");
+    let c = crate::classify::Classifier::new(b"", b"");
     for t in crate::detect::person::TITLES {
         let k = c.block_at(t.as_bytes(), 0);
         assert_eq!(k.title & 1, 1, "{t}");
