@@ -143,6 +143,19 @@ impl Classifier {
         self
     }
 
+    /// Whether the vector path is used.
+    #[inline]
+    pub fn vector(&self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.avx2
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
     /// Classify the 64 bytes of `b`.
     #[inline]
     pub fn block(&self, b: &[u8; 64]) -> Block {
@@ -159,25 +172,46 @@ impl Classifier {
     /// bytes outside it count as NUL, which is in no class.
     #[inline]
     pub fn block_at(&self, s: &[u8], at: isize) -> Block {
-        if at >= 0 {
-            let a = at as usize;
-            if let Some(b) = s.get(a..a + 64) {
-                if let Ok(b) = <&[u8; 64]>::try_from(b) {
-                    return self.block(b);
-                }
-            }
-        }
-        let mut buf = [0u8; 64];
-        for (k, slot) in buf.iter_mut().enumerate() {
-            let p = at + k as isize;
-            if p >= 0 {
-                if let Some(&c) = s.get(p as usize) {
-                    *slot = c;
-                }
-            }
-        }
-        self.block(&buf)
+        at_with(s, at, |b| self.block(b))
     }
+
+    /// [`Classifier::block_at`] by the vector path, to be inlined into a caller compiled for
+    /// AVX2 (where its constants are set up once for a whole loop).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 (as [`Classifier::vector`] says).
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn block_at_avx2(&self, s: &[u8], at: isize) -> Block {
+        at_with(s, at, |b| {
+            // SAFETY: the caller guarantees AVX2; `avx2::block` reads only `b`.
+            unsafe { avx2::block(b, &self.trig, &self.first) }
+        })
+    }
+}
+
+/// `f` of the 64 bytes of `s` at `at`, NUL where they lie outside `s`.
+#[inline(always)]
+fn at_with(s: &[u8], at: isize, f: impl Fn(&[u8; 64]) -> Block) -> Block {
+    if at >= 0 {
+        let a = at as usize;
+        if let Some(b) = s.get(a..a + 64) {
+            if let Ok(b) = <&[u8; 64]>::try_from(b) {
+                return f(b);
+            }
+        }
+    }
+    let mut buf = [0u8; 64];
+    for (k, slot) in buf.iter_mut().enumerate() {
+        let p = at + k as isize;
+        if p >= 0 {
+            if let Some(&c) = s.get(p as usize) {
+                *slot = c;
+            }
+        }
+    }
+    f(&buf)
 }
 
 /// The masks by a plain loop over the bytes.

@@ -21,9 +21,27 @@ pub(super) fn is_sep(b: u8) -> bool {
     matches!(b, b' ' | b'-' | b'.' | b'/' | b'(' | b')')
 }
 
-/// The end of the digits starting at `i`.
+/// The end of the digits starting at `i`: eight bytes at a time where eight can be read (the
+/// classic SWAR test for bytes in `0x30..=0x39`, exact per lane as no lane can carry into the
+/// next), then byte by byte.
 #[inline]
 fn digits_end(s: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(b) = s.get(i..i + 8) {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(b);
+        let x = u64::from_le_bytes(x);
+        // High bit of a lane: its byte lies strictly between 0x2f and 0x3a.
+        let low = x & (ONES * 127);
+        let digits =
+            (ONES * (127 + 0x3a)).wrapping_sub(low) & !x & (low + ONES * (127 - 0x2f)) & HIGH;
+        let others = !digits & HIGH;
+        if others != 0 {
+            return i + (others.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
     while i < s.len() && s[i].is_ascii_digit() {
         i += 1;
     }
@@ -44,15 +62,21 @@ impl Scanner<'_> {
     /// Everything a run of digit groups starting at `i`, not glued to a word, can be.
     pub(super) fn digit_run(&self, w: &Window<'_>, i: usize, memo: &mut Memo, out: &mut Vec<Hit>) {
         let s = w.bytes;
-        let mut ring: [Group; 8] = [(0, 0); 8];
+        // The last five groups, the newest first (no finding spans more), and the sum of their
+        // lengths.
+        let mut last: [Group; 5] = [(0, 0); 5];
+        let mut sum5 = 0;
         let mut n = 0usize;
         let mut g_start = i;
         let mut phone_found = false;
         loop {
             let e = digits_end(s, g_start);
-            ring[n % 8] = (g_start, e);
+            sum5 = sum5 + (e - g_start) - (last[4].1 - last[4].0);
+            last = [(g_start, e), last[0], last[1], last[2], last[3]];
             n += 1;
-            phone_found |= self.groups_end(w, &ring, n, memo, out);
+            if self.worth(s, &last, n, sum5) {
+                phone_found |= self.groups_end(w, &last, n, memo, out);
+            }
             match next_group(s, e) {
                 Some(k) => g_start = k,
                 None => break,
@@ -76,26 +100,53 @@ impl Scanner<'_> {
         }
     }
 
-    /// Candidates ending with the `n`-th group (the last eight are in `ring`); returns whether a
-    /// phone number was among them.
+    /// Whether anything may end with the `n`-th group, by the lengths of the last groups and
+    /// the byte before the last: most groups end nothing (a time's minutes, a version's parts)
+    /// and are passed by without the checks of [`Self::groups_end`], which this mirrors.
+    #[inline]
+    fn worth(&self, s: &[u8], last: &[Group; 5], n: usize, sum5: usize) -> bool {
+        let g = |back: usize| last[back];
+        let len = |back: usize| g(back).1 - g(back).0;
+        let l0 = len(0);
+        if !self.cards.is_empty() && sum5 >= 13 {
+            return true;
+        }
+        if n >= 3 {
+            let l = (len(2), len(1), l0);
+            if (!self.ssns.is_empty() && l == (3, 2, 4))
+                || (!self.dobs.is_empty() && matches!(l, (4, 1..=2, 1..=2) | (1..=2, 1..=2, 4)))
+                || (!self.phones.is_empty() && l == (3, 3, 4))
+            {
+                return true;
+            }
+        }
+        if n >= 4 && !self.ipv4s.is_empty() && (0..4).all(|b| len(b) <= 3) {
+            return true;
+        }
+        let prev_end = (n > 1).then(|| g(1).1);
+        !self.dobs.is_empty() && l0 == 4 && named_date_may_end(s, g(0).0, prev_end)
+    }
+
+    /// Candidates ending with the `n`-th group (the last five are in `last`, the newest
+    /// first); returns whether a phone number was among them.
     fn groups_end(
         &self,
         w: &Window<'_>,
-        ring: &[Group; 8],
+        last: &[Group; 5],
         n: usize,
         memo: &mut Memo,
         out: &mut Vec<Hit>,
     ) -> bool {
         let s = w.bytes;
         let mut phone_found = false;
-        let g = |back: usize| ring[(n - 1 - back) % 8];
+        let g = |back: usize| last[back];
         let len = |back: usize| g(back).1 - g(back).0;
-        let last = g(0);
+        let newest = g(0);
         // Most runs are a short number or two (a status code, a time): nothing to look at.
         if n == 1 && len(0) < 4 {
             return false;
         }
-        if s.get(last.1).copied().is_some_and(is_word) {
+        if s.get(newest.1).copied().is_some_and(is_word) {
             return false;
         }
         let sep = |back: usize| {
@@ -137,7 +188,7 @@ impl Scanner<'_> {
                     }
                     if card::is_card(&digits[..total]) {
                         for &d in &self.cards {
-                            self.emit(w, d, g(k).0..last.1, out);
+                            self.emit(w, d, g(k).0..newest.1, out);
                         }
                         break;
                     }
@@ -160,7 +211,7 @@ impl Scanner<'_> {
                     && ssn_groups(s, [g(2), g(1), g(0)])
                 {
                     for &d in &self.ssns {
-                        self.emit(w, d, g(2).0..last.1, out);
+                        self.emit(w, d, g(2).0..newest.1, out);
                     }
                 }
                 // Dates of birth: y-m-d or d/m/y (either order of day and month).
@@ -170,38 +221,39 @@ impl Scanner<'_> {
                     && left_ok(2)
                     && date::numeric([&s[g(2).0..g(2).1], &s[g(1).0..g(1).1], &s[g(0).0..g(0).1]])
                 {
-                    self.dob(w, g(2).0..last.1, memo, out);
+                    self.dob(w, g(2).0..newest.1, memo, out);
                 }
             }
             // Phones written the North American way: (212) 555-0134, 212-555-0134, 212.555.0134,
             // with an optional 1 or +1 in front.
             if !self.phones.is_empty() && len(2) == 3 && len(1) == 3 && len(0) == 4 {
-                phone_found |= self.nanp(w, ring, n, out);
+                phone_found |= self.nanp(w, last, n, out);
             }
         }
         // IPv4: four groups joined by single dots, not part of a longer dotted run.
         if n >= 4 && !self.ipv4s.is_empty() && (0..4).all(|b| len(b) <= 3) {
             let dots = (0..3).all(|b| sep(b) == b".");
             let not_longer_left = n == 4 || sep(3) != b".";
-            let not_longer_right = !(s.get(last.1) == Some(&b'.')
-                && s.get(last.1 + 1).is_some_and(u8::is_ascii_digit));
+            let not_longer_right = !(s.get(newest.1) == Some(&b'.')
+                && s.get(newest.1 + 1).is_some_and(u8::is_ascii_digit));
             if dots && not_longer_left && not_longer_right && left_ok(3) {
                 let parts = [g(3), g(2), g(1), g(0)].map(|(a, e)| &s[a..e]);
                 if ip::is_ipv4(parts) {
                     for &d in &self.ipv4s {
-                        self.emit(w, d, g(3).0..last.1, out);
+                        self.emit(w, d, g(3).0..newest.1, out);
                     }
                 }
             }
         }
         // Dates with the month's name: the year is the last group. The words before it are
         // read first: a year with no month before it (a timestamp) asks no keyword.
-        if !self.dobs.is_empty() && len(0) == 4 && (n == 1 || sep(0) == b" ") {
-            if let Some(a) = date::named_before_year(s, last.0..last.1) {
+        let prev_end = (n > 1).then(|| g(1).1);
+        if !self.dobs.is_empty() && len(0) == 4 && named_date_may_end(s, newest.0, prev_end) {
+            if let Some(a) = date::named_before_year(s, newest.0..newest.1) {
                 // The month's name and the day take at most 24 bytes before the year.
-                let far = last.0.saturating_sub(24 + self.p.dob_within);
-                if self.keyword_in(s, far, last.0, memo) {
-                    self.dob(w, a..last.1, memo, out);
+                let far = newest.0.saturating_sub(24 + self.p.dob_within);
+                if self.keyword_in(s, far, newest.0, memo) {
+                    self.dob(w, a..newest.1, memo, out);
                 }
             }
         }
@@ -209,9 +261,9 @@ impl Scanner<'_> {
     }
 
     /// Returns whether a phone number was found.
-    fn nanp(&self, w: &Window<'_>, ring: &[Group; 8], n: usize, out: &mut Vec<Hit>) -> bool {
+    fn nanp(&self, w: &Window<'_>, last: &[Group; 5], n: usize, out: &mut Vec<Hit>) -> bool {
         let s = w.bytes;
-        let g = |back: usize| ring[(n - 1 - back) % 8];
+        let g = |back: usize| last[back];
         let between = |back: usize| &s[g(back + 1).1..g(back).0];
         let area = g(2);
         let paren = area.0 > 0 && s[area.0 - 1] == b'(';
@@ -345,6 +397,19 @@ impl Scanner<'_> {
                 self.emit(w, d, a..e, out);
             }
         }
+    }
+}
+
+/// Whether a named date (`March 12, 1984`) may end with the four-digit group at `year`, whose
+/// run's previous group (if any) ends at `prev_end`: a later group must follow one space, and
+/// a run's first group a space, comma or dot. (The run is not glued to a word, so the byte
+/// before its first group is no letter or digit: without one of those there, no word of a
+/// date can come before.)
+#[inline]
+fn named_date_may_end(s: &[u8], year: usize, prev_end: Option<usize>) -> bool {
+    match prev_end {
+        Some(e) => year - e == 1 && s[e] == b' ',
+        None => matches!(before(s, year), Some(b' ' | b',' | b'.')),
     }
 }
 

@@ -58,18 +58,35 @@ impl KeyCache {
     }
 }
 
-/// A key of at most [`CACHED_KEY`] bytes as zero-padded words, and its slot.
+/// The key `s[k..e]` (at most [`CACHED_KEY`] bytes) as zero-padded words, and its slot. The
+/// words are loaded straight from `s` where eight bytes can be (a copy to a buffer first would
+/// make the loads wait for the copy's stores).
 #[inline]
-fn words_of(key: &[u8]) -> ([u64; 3], usize) {
-    let mut b = [0u8; CACHED_KEY];
-    b[..key.len()].copy_from_slice(key);
-    let w = |k: usize| {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(&b[8 * k..8 * k + 8]);
-        u64::from_le_bytes(x)
+fn words_of(s: &[u8], k: usize, e: usize) -> ([u64; 3], usize) {
+    let word = |a: usize| -> u64 {
+        if a >= e {
+            return 0;
+        }
+        let n = (e - a).min(8);
+        let w = match s.get(a..a + 8) {
+            Some(b) => {
+                let mut x = [0u8; 8];
+                x.copy_from_slice(b);
+                u64::from_le_bytes(x)
+            }
+            None => s[a..a + n]
+                .iter()
+                .rev()
+                .fold(0u64, |w, &b| w << 8 | u64::from(b)),
+        };
+        if n == 8 {
+            w
+        } else {
+            w & ((1u64 << (8 * n)) - 1)
+        }
     };
-    let words = [w(0), w(1), w(2)];
-    let h = (words[0] ^ words[1].rotate_left(21) ^ words[2].rotate_left(42) ^ key.len() as u64)
+    let words = [word(k), word(k + 8), word(k + 16)];
+    let h = (words[0] ^ words[1].rotate_left(21) ^ words[2].rotate_left(42) ^ (e - k) as u64)
         .wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (words, (h >> 56) as usize % SLOTS)
 }
@@ -118,13 +135,17 @@ static VALUE_END: [bool; 256] = {
 impl Scanner<'_> {
     /// The detectors key `key` concerns, remembered or worked out.
     #[inline]
-    fn key_use(&self, key: &[u8], cache: &mut KeyCache) -> KeyUse {
+    fn key_use(&self, s: &[u8], k: usize, e: usize, cache: &mut KeyCache) -> KeyUse {
+        let key = &s[k..e];
         if key.len() > CACHED_KEY {
             return self.work_out(key);
         }
-        let (words, slot) = words_of(key);
+        let (words, slot) = words_of(s, k, e);
         let e = &mut cache.slots[slot];
-        if usize::from(e.len) == key.len() && e.words == words {
+        // Word by word, in registers: the words were just computed, and a wide compare would
+        // read them back from memory before their stores are done.
+        let differ = (e.words[0] ^ words[0]) | (e.words[1] ^ words[1]) | (e.words[2] ^ words[2]);
+        if usize::from(e.len) == key.len() && differ == 0 {
             return e.key_use;
         }
         let u = self.work_out(key);
@@ -208,7 +229,7 @@ impl Scanner<'_> {
         if k == k_end || k_end - k > 64 || !(s[k].is_ascii_alphabetic() || s[k] == b'_') {
             return;
         }
-        let u = self.key_use(&s[k..k_end], cache);
+        let u = self.key_use(s, k, k_end, cache);
         if !u.any() {
             return;
         }
