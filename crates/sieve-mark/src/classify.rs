@@ -35,6 +35,8 @@ pub struct Block {
     pub dot: u64,
     /// The first bytes of the literal prefixes the classifier was built with (key prefixes).
     pub first: u64,
+    /// Their second bytes.
+    pub second: u64,
 }
 
 /// Separators between digit groups; the scan's `is_sep` says the same.
@@ -103,14 +105,15 @@ pub struct Classifier {
     trig: [u8; 16],
     trig_bytes: Vec<u8>,
     first: ByteSet,
+    second: ByteSet,
     #[cfg(target_arch = "x86_64")]
     avx2: bool,
 }
 
 impl Classifier {
-    /// A classifier whose `trig` mask holds `trig` (any of `@`, `:`, `=`) and whose `first`
-    /// mask holds the bytes of `first` (ASCII).
-    pub fn new(trig: &[u8], first: &[u8]) -> Classifier {
+    /// A classifier whose `trig` mask holds `trig` (any of `@`, `:`, `=`) and whose `first` and
+    /// `second` masks hold the bytes of `first` and `second` (ASCII).
+    pub fn new(trig: &[u8], first: &[u8], second: &[u8]) -> Classifier {
         assert!(
             trig.iter().all(|b| b"@:=".contains(b)),
             "trigger bytes are @ : ="
@@ -128,6 +131,7 @@ impl Classifier {
             trig: nibble_table(&set),
             trig_bytes: set,
             first: ByteSet::new(first),
+            second: ByteSet::new(second),
             #[cfg(target_arch = "x86_64")]
             avx2,
         }
@@ -143,19 +147,6 @@ impl Classifier {
         self
     }
 
-    /// Whether the vector path is used.
-    #[inline]
-    pub fn vector(&self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            self.avx2
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
-    }
-
     /// Classify the 64 bytes of `b`.
     #[inline]
     pub fn block(&self, b: &[u8; 64]) -> Block {
@@ -163,9 +154,9 @@ impl Classifier {
         if self.avx2 {
             // SAFETY: `avx2` is set only when the CPU reports AVX2 (`Classifier::new`), which
             // is the one requirement of `avx2::block`; it reads nothing outside `b`.
-            return unsafe { avx2::block(b, &self.trig, &self.first) };
+            return unsafe { avx2::block(b, &self.trig, &self.first, &self.second) };
         }
-        scalar(b, &self.trig_bytes, &self.first)
+        scalar(b, &self.trig_bytes, &self.first, &self.second)
     }
 
     /// Classify the 64 bytes of `s` starting at `at`, which may reach past either end of `s`:
@@ -173,21 +164,6 @@ impl Classifier {
     #[inline]
     pub fn block_at(&self, s: &[u8], at: isize) -> Block {
         at_with(s, at, |b| self.block(b))
-    }
-
-    /// [`Classifier::block_at`] by the vector path, to be inlined into a caller compiled for
-    /// AVX2 (where its constants are set up once for a whole loop).
-    ///
-    /// # Safety
-    /// The CPU must support AVX2 (as [`Classifier::vector`] says).
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub unsafe fn block_at_avx2(&self, s: &[u8], at: isize) -> Block {
-        at_with(s, at, |b| {
-            // SAFETY: the caller guarantees AVX2; `avx2::block` reads only `b`.
-            unsafe { avx2::block(b, &self.trig, &self.first) }
-        })
     }
 }
 
@@ -215,7 +191,7 @@ fn at_with(s: &[u8], at: isize, f: impl Fn(&[u8; 64]) -> Block) -> Block {
 }
 
 /// The masks by a plain loop over the bytes.
-pub fn scalar(b: &[u8; 64], trig: &[u8], first: &ByteSet) -> Block {
+pub fn scalar(b: &[u8; 64], trig: &[u8], first: &ByteSet, second: &ByteSet) -> Block {
     let mut k = Block::default();
     for (i, &c) in b.iter().enumerate() {
         let bit = 1u64 << i;
@@ -249,6 +225,9 @@ pub fn scalar(b: &[u8; 64], trig: &[u8], first: &ByteSet) -> Block {
         }
         if first.contains(c) {
             k.first |= bit;
+        }
+        if second.contains(c) {
+            k.second |= bit;
         }
     }
     k
@@ -313,7 +292,7 @@ mod avx2 {
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn block(b: &[u8; 64], trig: &[u8; 16], first: &ByteSet) -> Block {
+    pub unsafe fn block(b: &[u8; 64], trig: &[u8; 16], first: &ByteSet, second: &ByteSet) -> Block {
         let p = b.as_ptr();
         // Two unaligned loads of 32 bytes, both inside `b`.
         let x0 = _mm256_loadu_si256(p.cast());
@@ -336,12 +315,14 @@ mod avx2 {
         let upper = mask(within(x0, b'A', 25), within(x1, b'A', 25));
         let under = mask(_mm256_cmpeq_epi8(x0, under), _mm256_cmpeq_epi8(x1, under));
         let caps = mask(listed(x0, cap_t), listed(x1, cap_t));
-        let second = mask(listed(x0, second_t), listed(x1, second_t));
+        let title_second = mask(listed(x0, second_t), listed(x1, second_t));
         let (dash_v, dot_v) = (_mm256_set1_epi8(b'-' as i8), _mm256_set1_epi8(b'.' as i8));
         let dash = mask(_mm256_cmpeq_epi8(x0, dash_v), _mm256_cmpeq_epi8(x1, dash_v));
         let dot = mask(_mm256_cmpeq_epi8(x0, dot_v), _mm256_cmpeq_epi8(x1, dot_v));
         let (lo_t, hi_t) = (table(&first.lo), table(&first.hi));
         let first = mask(in_set(x0, lo_t, hi_t), in_set(x1, lo_t, hi_t));
+        let (lo_t, hi_t) = (table(&second.lo), table(&second.hi));
+        let second = mask(in_set(x0, lo_t, hi_t), in_set(x1, lo_t, hi_t));
         Block {
             digit,
             sep,
@@ -349,10 +330,11 @@ mod avx2 {
             alpha,
             under,
             upper,
-            title: caps & (second >> 1 | 1 << 63),
+            title: caps & (title_second >> 1 | 1 << 63),
             dash,
             dot,
             first,
+            second,
         }
     }
 }
@@ -380,17 +362,21 @@ mod tests {
         fn vector_and_plain_masks_agree(bytes in prop::collection::vec(interesting(), 64)) {
             let b: [u8; 64] = bytes.try_into().unwrap();
             for (trig, first) in [(&b"@:="[..], &b"ASgxsrnhde"[..]), (b"@", b""), (b":=", b"\0\x7f/A"), (b"", b"e")] {
-                let fast = Classifier::new(trig, first);
-                let plain = Classifier::new(trig, first).scalar_only();
+                let second = b"KShloakIpGfy";
+                let fast = Classifier::new(trig, first, second);
+                let plain = Classifier::new(trig, first, second).scalar_only();
                 prop_assert_eq!(fast.block(&b), plain.block(&b));
-                prop_assert_eq!(plain.block(&b), scalar(&b, trig, &ByteSet::new(first)));
+                prop_assert_eq!(
+                    plain.block(&b),
+                    scalar(&b, trig, &ByteSet::new(first), &ByteSet::new(second))
+                );
             }
         }
     }
 
     #[test]
     fn blocks_past_either_end_read_as_nul() {
-        let c = Classifier::new(b"@", b"a");
+        let c = Classifier::new(b"@", b"a", b"");
         let s = b"a1 @Mr";
         let k = c.block_at(s, -2);
         assert_eq!(k.alpha, 1 << 2 | 1 << 6 | 1 << 7);

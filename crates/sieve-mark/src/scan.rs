@@ -139,7 +139,7 @@ impl<'p> Scanner<'p> {
             digits: false,
             colon: false,
             eq: false,
-            classifier: Classifier::new(b"", b""),
+            classifier: Classifier::new(b"", b"", b""),
         };
         for (i, d) in p.detectors.iter().enumerate() {
             match &d.kind {
@@ -184,7 +184,9 @@ impl<'p> Scanner<'p> {
                     .is_some_and(|l| !l.list.is_empty())
             })
             .collect();
-        sc.classifier = Classifier::new(&trig, &firsts);
+        let seconds_set = p.prefix_starts.iter().fold(0u128, |m, b| m | b.seconds);
+        let seconds: Vec<u8> = (0u8..128).filter(|&b| seconds_set & 1 << b != 0).collect();
+        sc.classifier = Classifier::new(&trig, &firsts, &seconds);
         sc
     }
 
@@ -235,8 +237,11 @@ impl<'p> Scanner<'p> {
             let prefixes = if self.p.prefix_starts.is_empty() {
                 0
             } else {
-                // A prefix counts only where no word character or `-` is just before it.
-                cur.first & !near.back(|b| b.alpha | b.digit | b.under | b.dash, 1)
+                // A prefix counts only where no word character or `-` is just before it; and
+                // some prefix has the byte after as its second.
+                cur.first
+                    & near.ahead(|b| b.second, 1)
+                    & !near.back(|b| b.alpha | b.digit | b.under | b.dash, 1)
             };
             // In the order of the bytes, so that findings come out nearly sorted (merging them
             // is then cheap).
@@ -288,26 +293,24 @@ impl<'p> Scanner<'p> {
             glued & u1 & u2 & !k.back(|b| b.alpha | b.digit, 3)
         };
         let runs = starts & !glued;
-        // A group that ends before byte n: another follows if a separator is there and a digit
-        // after it, or two separators and then a digit.
-        let (f1, f2, f3, f4, f5) = (
-            k.ahead(digit, 1),
-            k.ahead(digit, 2),
-            k.ahead(digit, 3),
-            k.ahead(digit, 4),
-            k.ahead(digit, 5),
-        );
-        let (q1, q2, q3, q4) = (
-            k.ahead(sep, 1),
-            k.ahead(sep, 2),
-            k.ahead(sep, 3),
-            k.ahead(sep, 4),
-        );
-        let goes_on = |pn: u64, dn1: u64, pn1: u64, dn2: u64| pn & (dn1 | (pn1 & dn2));
-        let alone = (!f1 & !goes_on(q1, f2, q2, f3))
-            | (f1 & !f2 & !goes_on(q2, f3, q3, f4))
-            | (f1 & f2 & !f3 & !goes_on(q3, f4, q4, f5));
-        (runs & !alone, ibans)
+        // Runs of one or two groups of at most three digits each hold nothing (no detector
+        // looks at fewer than four digits in a group, or at two such groups, and a `+` before
+        // needs eight digits or more). Bit k of `alone`: a group of 1-3 digits starts at byte k
+        // and no other follows it; another follows a group ending before byte e if a separator
+        // is there and a digit after it, or two separators and then a digit.
+        let d = |n: u32| k.ahead(digit, n);
+        let q = |n: u32| k.ahead(sep, n);
+        let goes_on = |e: u32| q(e) & (d(e + 1) | (q(e + 1) & d(e + 2)));
+        let len = [!d(1), d(1) & !d(2), d(1) & d(2) & !d(3)];
+        let alone = (len[0] & !goes_on(1)) | (len[1] & !goes_on(2)) | (len[2] & !goes_on(3));
+        // A short group followed by one separator or two, then a group that is alone (looked
+        // for in this block only: a second group in the next is left to the scan).
+        let mut pair = 0;
+        for (l, &short) in (1u32..).zip(&len) {
+            let at = |m: u32| alone >> m;
+            pair |= short & q(l) & ((d(l + 1) & at(l + 1)) | (q(l + 1) & d(l + 2) & at(l + 2)));
+        }
+        (runs & !(alone | pair), ibans)
     }
 
     /// A word start at `at` whose first byte some key prefix has: the longest prefix there, and

@@ -217,7 +217,7 @@ fn generated_documents_give_the_reference_findings() {
 
 #[test]
 fn every_title_passes_the_block_filter() {
-    let c = crate::classify::Classifier::new(b"", b"");
+    let c = crate::classify::Classifier::new(b"", b"", b"");
     for t in crate::detect::person::TITLES {
         let k = c.block_at(t.as_bytes(), 0);
         assert_eq!(k.title & 1, 1, "{t}");
