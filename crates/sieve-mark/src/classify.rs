@@ -3,12 +3,15 @@
 //!
 //! Documents are mostly letters and spaces, and a dense log has a candidate every few bytes, so
 //! the scan's first step is to tell, for a whole block at once, which bytes are digits, digit
-//! separators, trigger bytes (`@`, `:`, `=`), letters, capitals, the capitals that may start
-//! a title and the bytes that start a key prefix. From those masks the scan computes where runs of digits start and which of them are
-//! glued to a word (see [`crate::scan`]) with a few shifts, instead of asking byte by byte.
+//! separators, trigger bytes (`@`, `:`, `=`), letters, capitals, hexadecimal digits, the
+//! capitals that may start a title and the bytes that may start a key prefix. From those masks
+//! the scan computes, with a few shifts and additions, where runs of digits start, which keys
+//! start with a letter, which colons may start an IPv6 address, and so on (see
+//! [`crate::scan`]), instead of asking byte by byte.
 //!
-//! On x86-64 with AVX2 a block is two 32-byte loads and a dozen vector operations; elsewhere, a
-//! plain loop computes the same masks (and is what the tests hold the vector code to).
+//! On x86-64 with AVX2 a block is two 32-byte loads and a few dozen vector operations;
+//! elsewhere, a plain loop computes the same masks (and is what the tests hold the vector code
+//! to).
 
 /// The classes of one block of 64 bytes; bit `k` of each mask is about the block's `k`-th byte.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -17,22 +20,28 @@ pub struct Block {
     pub digit: u64,
     /// Bytes that may join digit groups: space, `-`, `.`, `/`, `(`, `)`.
     pub sep: u64,
-    /// The trigger bytes the classifier was built with (a subset of `@`, `:`, `=`).
-    pub trig: u64,
+    /// `@`.
+    pub at: u64,
+    /// `:`.
+    pub colon: u64,
+    /// `=`.
+    pub eq: u64,
     /// ASCII letters.
     pub alpha: u64,
     /// `_`.
     pub under: u64,
     /// `A`-`Z`.
     pub upper: u64,
-    /// `D`, `M`, `P` or `S` followed by one of `a e i r s x` (the start of every title in
-    /// [`crate::detect::person::TITLES`]); a capital that is a block's last byte is always
-    /// included, its follower being in the next block.
-    pub title: u64,
+    /// `0`-`9`, `a`-`f`, `A`-`F`.
+    pub hex: u64,
     /// `-`.
     pub dash: u64,
     /// `.`.
     pub dot: u64,
+    /// `D`, `M`, `P` or `S` followed by one of `a e i r s x` (the start of every title in
+    /// [`crate::detect::person::TITLES`]); a capital that is a block's last byte is always
+    /// included, its follower being in the next block.
+    pub title: u64,
     /// The first bytes of the literal prefixes the classifier was built with (key prefixes).
     pub first: u64,
     /// Their second bytes.
@@ -99,11 +108,9 @@ impl ByteSet {
     }
 }
 
-/// Which bytes to classify as triggers and as prefix starts, and how (AVX2 or the plain loop).
+/// Which bytes may start a key prefix, and how to classify (AVX2 or the plain loop).
 #[derive(Debug, Clone)]
 pub struct Classifier {
-    trig: [u8; 16],
-    trig_bytes: Vec<u8>,
     first: ByteSet,
     second: ByteSet,
     #[cfg(target_arch = "x86_64")]
@@ -111,29 +118,15 @@ pub struct Classifier {
 }
 
 impl Classifier {
-    /// A classifier whose `trig` mask holds `trig` (any of `@`, `:`, `=`) and whose `first` and
-    /// `second` masks hold the bytes of `first` and `second` (ASCII).
-    pub fn new(trig: &[u8], first: &[u8], second: &[u8]) -> Classifier {
-        assert!(
-            trig.iter().all(|b| b"@:=".contains(b)),
-            "trigger bytes are @ : ="
-        );
-        let mut set = Vec::new();
-        for &b in trig {
-            if !set.contains(&b) {
-                set.push(b);
-            }
-        }
-        // Runtime detection: the binary runs on any x86-64, the vector path where it can.
-        #[cfg(target_arch = "x86_64")]
-        let avx2 = std::is_x86_feature_detected!("avx2");
+    /// A classifier whose `first` and `second` masks hold the bytes of `first` and `second`
+    /// (ASCII).
+    pub fn new(first: &[u8], second: &[u8]) -> Classifier {
         Classifier {
-            trig: nibble_table(&set),
-            trig_bytes: set,
             first: ByteSet::new(first),
             second: ByteSet::new(second),
+            // Runtime detection: the binary runs on any x86-64, the vector path where it can.
             #[cfg(target_arch = "x86_64")]
-            avx2,
+            avx2: std::is_x86_feature_detected!("avx2"),
         }
     }
 
@@ -154,81 +147,61 @@ impl Classifier {
         if self.avx2 {
             // SAFETY: `avx2` is set only when the CPU reports AVX2 (`Classifier::new`), which
             // is the one requirement of `avx2::block`; it reads nothing outside `b`.
-            return unsafe { avx2::block(b, &self.trig, &self.first, &self.second) };
+            return unsafe { avx2::block(b, &self.first, &self.second) };
         }
-        scalar(b, &self.trig_bytes, &self.first, &self.second)
+        scalar(b, &self.first, &self.second)
     }
 
     /// Classify the 64 bytes of `s` starting at `at`, which may reach past either end of `s`:
     /// bytes outside it count as NUL, which is in no class.
     #[inline]
     pub fn block_at(&self, s: &[u8], at: isize) -> Block {
-        at_with(s, at, |b| self.block(b))
-    }
-}
-
-/// `f` of the 64 bytes of `s` at `at`, NUL where they lie outside `s`.
-#[inline(always)]
-fn at_with(s: &[u8], at: isize, f: impl Fn(&[u8; 64]) -> Block) -> Block {
-    if at >= 0 {
-        let a = at as usize;
-        if let Some(b) = s.get(a..a + 64) {
-            if let Ok(b) = <&[u8; 64]>::try_from(b) {
-                return f(b);
+        if at >= 0 {
+            let a = at as usize;
+            if let Some(b) = s.get(a..a + 64) {
+                if let Ok(b) = <&[u8; 64]>::try_from(b) {
+                    return self.block(b);
+                }
             }
         }
-    }
-    let mut buf = [0u8; 64];
-    for (k, slot) in buf.iter_mut().enumerate() {
-        let p = at + k as isize;
-        if p >= 0 {
-            if let Some(&c) = s.get(p as usize) {
-                *slot = c;
+        let mut buf = [0u8; 64];
+        for (k, slot) in buf.iter_mut().enumerate() {
+            let p = at + k as isize;
+            if p >= 0 {
+                if let Some(&c) = s.get(p as usize) {
+                    *slot = c;
+                }
             }
         }
+        self.block(&buf)
     }
-    f(&buf)
 }
 
 /// The masks by a plain loop over the bytes.
-pub fn scalar(b: &[u8; 64], trig: &[u8], first: &ByteSet, second: &ByteSet) -> Block {
+pub fn scalar(b: &[u8; 64], first: &ByteSet, second: &ByteSet) -> Block {
     let mut k = Block::default();
     for (i, &c) in b.iter().enumerate() {
         let bit = 1u64 << i;
-        if c.is_ascii_digit() {
-            k.digit |= bit;
-        }
-        if SEPS.contains(&c) {
-            k.sep |= bit;
-        }
-        if trig.contains(&c) {
-            k.trig |= bit;
-        }
-        if c.is_ascii_alphabetic() {
-            k.alpha |= bit;
-        }
-        if c == b'_' {
-            k.under |= bit;
-        }
-        if c.is_ascii_uppercase() {
-            k.upper |= bit;
-        }
+        let set = |m: &mut u64, yes: bool| {
+            if yes {
+                *m |= bit;
+            }
+        };
+        set(&mut k.digit, c.is_ascii_digit());
+        set(&mut k.sep, SEPS.contains(&c));
+        set(&mut k.at, c == b'@');
+        set(&mut k.colon, c == b':');
+        set(&mut k.eq, c == b'=');
+        set(&mut k.alpha, c.is_ascii_alphabetic());
+        set(&mut k.under, c == b'_');
+        set(&mut k.upper, c.is_ascii_uppercase());
+        set(&mut k.hex, c.is_ascii_hexdigit());
+        set(&mut k.dash, c == b'-');
+        set(&mut k.dot, c == b'.');
         let second_ok = b.get(i + 1).is_none_or(|n| TITLE_SECOND.contains(n));
-        if TITLE_CAPS.contains(&c) && second_ok {
-            k.title |= bit;
-        }
-        if c == b'-' {
-            k.dash |= bit;
-        }
-        if c == b'.' {
-            k.dot |= bit;
-        }
-        if first.contains(c) {
-            k.first |= bit;
-        }
-        if second.contains(c) {
-            k.second |= bit;
-        }
+        set(&mut k.title, TITLE_CAPS.contains(&c) && second_ok);
+        set(&mut k.first, first.contains(c));
+        set(&mut k.second, second.contains(c));
     }
     k
 }
@@ -257,6 +230,13 @@ mod avx2 {
         _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(span as i8)), d)
     }
 
+    /// The bytes of `x` equal to `b`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn is(x: __m256i, b: u8) -> __m256i {
+        _mm256_cmpeq_epi8(x, _mm256_set1_epi8(b as i8))
+    }
+
     /// The bytes of `x` in the [`ByteSet`] whose tables are `lo` and `hi`.
     #[inline]
     #[target_feature(enable = "avx2")]
@@ -279,6 +259,7 @@ mod avx2 {
         _mm256_broadcastsi128_si256(half)
     }
 
+    /// The 64-bit mask of a class computed on both halves.
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn mask(lo: __m256i, hi: __m256i) -> u64 {
@@ -292,49 +273,47 @@ mod avx2 {
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn block(b: &[u8; 64], trig: &[u8; 16], first: &ByteSet, second: &ByteSet) -> Block {
+    pub unsafe fn block(b: &[u8; 64], first: &ByteSet, second: &ByteSet) -> Block {
         let p = b.as_ptr();
         // Two unaligned loads of 32 bytes, both inside `b`.
         let x0 = _mm256_loadu_si256(p.cast());
         let x1 = _mm256_loadu_si256(p.add(32).cast());
-        let (sep_t, cap_t, second_t, trig_t) = (
-            table(&SEP_TABLE),
-            table(&CAP_TABLE),
-            table(&SECOND_TABLE),
-            table(trig),
-        );
+        // A class's 64-bit mask: the expression in `v` on both halves.
+        macro_rules! both {
+            ($v:ident => $e:expr) => {{
+                let lo = {
+                    let $v = x0;
+                    $e
+                };
+                let hi = {
+                    let $v = x1;
+                    $e
+                };
+                mask(lo, hi)
+            }};
+        }
+        let (sep_t, cap_t, second_t) = (table(&SEP_TABLE), table(&CAP_TABLE), table(&SECOND_TABLE));
+        let (first_lo, first_hi) = (table(&first.lo), table(&first.hi));
+        let (second_lo, second_hi) = (table(&second.lo), table(&second.hi));
         let fold = _mm256_set1_epi8(0x20);
-        let under = _mm256_set1_epi8(b'_' as i8);
-        let digit = mask(within(x0, b'0', 9), within(x1, b'0', 9));
-        let sep = mask(listed(x0, sep_t), listed(x1, sep_t));
-        let trig = mask(listed(x0, trig_t), listed(x1, trig_t));
-        let alpha = mask(
-            within(_mm256_or_si256(x0, fold), b'a', 25),
-            within(_mm256_or_si256(x1, fold), b'a', 25),
-        );
-        let upper = mask(within(x0, b'A', 25), within(x1, b'A', 25));
-        let under = mask(_mm256_cmpeq_epi8(x0, under), _mm256_cmpeq_epi8(x1, under));
-        let caps = mask(listed(x0, cap_t), listed(x1, cap_t));
-        let title_second = mask(listed(x0, second_t), listed(x1, second_t));
-        let (dash_v, dot_v) = (_mm256_set1_epi8(b'-' as i8), _mm256_set1_epi8(b'.' as i8));
-        let dash = mask(_mm256_cmpeq_epi8(x0, dash_v), _mm256_cmpeq_epi8(x1, dash_v));
-        let dot = mask(_mm256_cmpeq_epi8(x0, dot_v), _mm256_cmpeq_epi8(x1, dot_v));
-        let (lo_t, hi_t) = (table(&first.lo), table(&first.hi));
-        let first = mask(in_set(x0, lo_t, hi_t), in_set(x1, lo_t, hi_t));
-        let (lo_t, hi_t) = (table(&second.lo), table(&second.hi));
-        let second = mask(in_set(x0, lo_t, hi_t), in_set(x1, lo_t, hi_t));
+        let digit = both!(v => within(v, b'0', 9));
+        let caps = both!(v => listed(v, cap_t));
+        let title_second = both!(v => listed(v, second_t));
         Block {
             digit,
-            sep,
-            trig,
-            alpha,
-            under,
-            upper,
+            sep: both!(v => listed(v, sep_t)),
+            at: both!(v => is(v, b'@')),
+            colon: both!(v => is(v, b':')),
+            eq: both!(v => is(v, b'=')),
+            alpha: both!(v => within(_mm256_or_si256(v, fold), b'a', 25)),
+            under: both!(v => is(v, b'_')),
+            upper: both!(v => within(v, b'A', 25)),
+            hex: digit | both!(v => within(_mm256_or_si256(v, fold), b'a', 5)),
+            dash: both!(v => is(v, b'-')),
+            dot: both!(v => is(v, b'.')),
             title: caps & (title_second >> 1 | 1 << 63),
-            dash,
-            dot,
-            first,
-            second,
+            first: both!(v => in_set(v, first_lo, first_hi)),
+            second: both!(v => in_set(v, second_lo, second_hi)),
         }
     }
 }
@@ -348,7 +327,7 @@ mod tests {
     fn interesting() -> impl Strategy<Value = u8> {
         prop_oneof![
             prop::sample::select(
-                b"0123456789 -./()@:=_AZazDMPSaeirsx/:@[`{\0\x7f\x80\xff+,;<>?".to_vec()
+                b"0123456789 -./()@:=_AZazDMPSaeirsxfgFG/:@[`{\0\x7f\x80\xff+,;<>?".to_vec()
             ),
             any::<u8>(),
         ]
@@ -361,14 +340,13 @@ mod tests {
         #[test]
         fn vector_and_plain_masks_agree(bytes in prop::collection::vec(interesting(), 64)) {
             let b: [u8; 64] = bytes.try_into().unwrap();
-            for (trig, first) in [(&b"@:="[..], &b"ASgxsrnhde"[..]), (b"@", b""), (b":=", b"\0\x7f/A"), (b"", b"e")] {
-                let second = b"KShloakIpGfy";
-                let fast = Classifier::new(trig, first, second);
-                let plain = Classifier::new(trig, first, second).scalar_only();
+            for (first, second) in [(&b"ASgxsrnhde"[..], &b"KShloakIpGfy"[..]), (b"", b""), (b"\0\x7f/A", b"e")] {
+                let fast = Classifier::new(first, second);
+                let plain = Classifier::new(first, second).scalar_only();
                 prop_assert_eq!(fast.block(&b), plain.block(&b));
                 prop_assert_eq!(
                     plain.block(&b),
-                    scalar(&b, trig, &ByteSet::new(first), &ByteSet::new(second))
+                    scalar(&b, &ByteSet::new(first), &ByteSet::new(second))
                 );
             }
         }
@@ -376,17 +354,18 @@ mod tests {
 
     #[test]
     fn blocks_past_either_end_read_as_nul() {
-        let c = Classifier::new(b"@", b"a", b"");
-        let s = b"a1 @Mr";
+        let c = Classifier::new(b"a", b"");
+        let s = b"a1 @Mr:=F";
         let k = c.block_at(s, -2);
-        assert_eq!(k.alpha, 1 << 2 | 1 << 6 | 1 << 7);
+        assert_eq!(k.alpha, 1 << 2 | 1 << 6 | 1 << 7 | 1 << 10);
         assert_eq!(k.digit, 1 << 3);
+        assert_eq!(k.hex, 1 << 2 | 1 << 3 | 1 << 10);
         assert_eq!(k.sep, 1 << 4);
-        assert_eq!(k.trig, 1 << 5);
+        assert_eq!((k.at, k.colon, k.eq), (1 << 5, 1 << 8, 1 << 9));
         assert_eq!(k.title, 1 << 6);
         assert_eq!(k.first, 1 << 2);
         let set = ByteSet::new(b"ASgx\0");
         assert!((0u8..=255).all(|b| set.contains(b) == b"ASgx\0".contains(&b)));
-        assert_eq!(c.block_at(s, 6), Block::default());
+        assert_eq!(c.block_at(s, 9), Block::default());
     }
 }

@@ -114,9 +114,10 @@ struct Merger {
 
 impl Merger {
     fn add(&mut self, mut hits: Vec<Hit>) {
-        // A chunk's findings come in a few ascending runs (its literal searches, then its main
-        // loop); a stable sort merges such runs in linear time.
-        hits.sort_by_key(|h| (h.start, h.end));
+        // A chunk's findings come in a few nearly ascending runs (its literal searches, then
+        // its main loop). The order of findings with the same range does not matter: they are
+        // merged into one span either way.
+        hits.sort_unstable_by_key(|h| (h.start, h.end));
         for h in hits {
             self.counts[h.det as usize] += 1;
             if h.end <= h.start {
@@ -127,10 +128,24 @@ impl Merger {
                 end: h.end,
                 detectors: 1 << h.det,
             };
-            // Most findings come after every span so far.
-            if self.spans.last().is_none_or(|l| l.end < span.start) {
-                self.spans.push(span);
-                continue;
+            // Most findings come after every span so far, or overlap the last one from
+            // within it (a finding inside a PEM block or a classified line): spans are
+            // disjoint and sorted, so such a finding touches no other.
+            match self.spans.last_mut() {
+                None => {
+                    self.spans.push(span);
+                    continue;
+                }
+                Some(l) if l.end < span.start => {
+                    self.spans.push(span);
+                    continue;
+                }
+                Some(l) if l.start <= span.start => {
+                    l.end = l.end.max(span.end);
+                    l.detectors |= span.detectors;
+                    continue;
+                }
+                Some(_) => {}
             }
             // Spans that overlap or touch the finding: from the first ending at or after its
             // start, through the last starting at or before its end.

@@ -139,7 +139,7 @@ impl<'p> Scanner<'p> {
             digits: false,
             colon: false,
             eq: false,
-            classifier: Classifier::new(b"", b"", b""),
+            classifier: Classifier::new(b"", b""),
         };
         for (i, d) in p.detectors.iter().enumerate() {
             match &d.kind {
@@ -167,16 +167,6 @@ impl<'p> Scanner<'p> {
             && sc.dobs.is_empty());
         sc.eq = !(sc.secrets.is_empty() && sc.kvs.is_empty());
         sc.colon = sc.eq || !sc.ipv6s.is_empty();
-        let mut trig = Vec::new();
-        if !sc.emails.is_empty() {
-            trig.push(b'@');
-        }
-        if sc.colon {
-            trig.push(b':');
-        }
-        if sc.eq {
-            trig.push(b'=');
-        }
         let firsts: Vec<u8> = (0u8..128)
             .filter(|&b| {
                 p.prefix_starts
@@ -186,7 +176,7 @@ impl<'p> Scanner<'p> {
             .collect();
         let seconds_set = p.prefix_starts.iter().fold(0u128, |m, b| m | b.seconds);
         let seconds: Vec<u8> = (0u8..128).filter(|&b| seconds_set & 1 << b != 0).collect();
-        sc.classifier = Classifier::new(&trig, &firsts, &seconds);
+        sc.classifier = Classifier::new(&firsts, &seconds);
         sc
     }
 
@@ -245,7 +235,8 @@ impl<'p> Scanner<'p> {
             };
             // In the order of the bytes, so that findings come out nearly sorted (merging them
             // is then cheap).
-            let mut m = (runs | ibans | cur.trig | titles | prefixes) & live;
+            let trig = self.triggers(&near);
+            let mut m = (runs | ibans | trig | titles | prefixes) & live;
             while m != 0 {
                 let k = m.trailing_zeros();
                 m &= m - 1;
@@ -254,7 +245,7 @@ impl<'p> Scanner<'p> {
                     self.digit_run(w, j, &mut memo, out);
                 } else if ibans & bit != 0 {
                     self.iban(w, j - 2, out);
-                } else if cur.trig & bit != 0 {
+                } else if trig & bit != 0 {
                     self.trigger(w, j, &near, pos, &mut memo, out);
                 } else {
                     if titles & bit != 0 {
@@ -311,6 +302,49 @@ impl<'p> Scanner<'p> {
             pair |= short & q(l) & ((d(l + 1) & at(l + 1)) | (q(l + 1) & d(l + 2) & at(l + 2)));
         }
         (runs & !(alone | pair), ibans)
+    }
+
+    /// The trigger bytes of the block worth a look: every `@` (when e-mails are sought), a
+    /// `=` or `:` only where a key that starts with a letter or `_` may end just before it (or
+    /// a space or quote comes between), and a `:` where an IPv6 address may start (no letter,
+    /// digit, `.` or `_` just before its first group). A timestamp's colons, and the inner
+    /// colons of an address, are none of these.
+    #[inline]
+    fn triggers(&self, k: &Near<'_>) -> u64 {
+        let cur = k.cur;
+        let mut t = if self.emails.is_empty() { 0 } else { cur.at };
+        if cur.colon | cur.eq == 0 || !self.colon {
+            return t;
+        }
+        let mut colon_ok = 0;
+        if self.eq {
+            // Key bytes over this block and the one before; a run of them "starts well" where
+            // its first byte is a letter or `_` (or where it may have begun before the two
+            // blocks). Adding the good starts to the runs clears exactly the good runs.
+            let kc = |b: &Block| b.alpha | b.digit | b.under | b.dash | b.dot;
+            let lead = |b: &Block| b.alpha | b.under;
+            let wide = |f: &dyn Fn(&Block) -> u64| u128::from(f(cur)) << 64 | u128::from(f(k.prev));
+            let keys = wide(&kc);
+            let good = (keys & !(keys << 1) & wide(&lead)) | (keys & 1);
+            let in_good = (keys.wrapping_add(good) ^ keys) & keys;
+            // Bit t: the byte before byte t of this block is no key byte, or one of a good run.
+            let key_may_end = ((!keys | in_good) >> 63) as u64;
+            t |= cur.eq & key_may_end;
+            colon_ok |= key_may_end;
+        }
+        if !self.ipv6s.is_empty() {
+            // The hexadecimal digits before the colon (at most four are looked at) must not
+            // follow a letter, digit, `.` or `_`.
+            let w = |n: u32| k.back(|b| b.alpha | b.digit | b.dot | b.under, n);
+            let mut hex_run = !0u64;
+            let mut v6 = !w(1);
+            for n in 1..=4 {
+                hex_run &= k.back(|b| b.hex, n);
+                v6 |= hex_run & !w(n + 1);
+            }
+            colon_ok |= v6;
+        }
+        t | (cur.colon & colon_ok)
     }
 
     /// A word start at `at` whose first byte some key prefix has: the longest prefix there, and
