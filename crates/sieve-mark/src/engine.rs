@@ -117,7 +117,7 @@ impl Merger {
         // A chunk's findings come in a few nearly ascending runs (its literal searches, then
         // its main loop). The order of findings with the same range does not matter: they are
         // merged into one span either way.
-        hits.sort_unstable_by_key(|h| (h.start, h.end));
+        hits.sort_by_key(|h| (h.start, h.end));
         for h in hits {
             self.counts[h.det as usize] += 1;
             if h.end <= h.start {

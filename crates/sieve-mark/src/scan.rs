@@ -307,7 +307,7 @@ impl<'p> Scanner<'p> {
     /// The trigger bytes of the block worth a look: every `@` (when e-mails are sought), a
     /// `=` or `:` only where a key that starts with a letter or `_` may end just before it (or
     /// a space or quote comes between), and a `:` where an IPv6 address may start (no letter,
-    /// digit, `.` or `_` just before its first group). A timestamp's colons, and the inner
+    /// digit, `.`, `_` or `:` just before its first group). A timestamp's colons, and the inner
     /// colons of an address, are none of these.
     #[inline]
     fn triggers(&self, k: &Near<'_>) -> u64 {
@@ -334,8 +334,9 @@ impl<'p> Scanner<'p> {
         }
         if !self.ipv6s.is_empty() {
             // The hexadecimal digits before the colon (at most four are looked at) must not
-            // follow a letter, digit, `.` or `_`.
-            let w = |n: u32| k.back(|b| b.alpha | b.digit | b.dot | b.under, n);
+            // follow a letter, digit, `.` or `_` (no address then), nor a colon (then this is
+            // not its first colon: a timestamp's second colon, an address's inner ones).
+            let w = |n: u32| k.back(|b| b.alpha | b.digit | b.dot | b.under | b.colon, n);
             let mut hex_run = !0u64;
             let mut v6 = !w(1);
             for n in 1..=4 {
