@@ -36,9 +36,9 @@ impl KeyUse {
 /// Slots of [`KeyCache`]: a few times the keys a log or an export repeats.
 const SLOTS: usize = 256;
 
-/// Keys met in a chunk and what they concern: a direct-mapped table of keys of at most
-/// [`CACHED_KEY`] bytes, held as three zero-padded words so that a lookup is a hash and three
-/// comparisons. A collision only costs working a key out again.
+/// Keys met in a chunk and what they concern: a two-way set-associative table of keys of at
+/// most [`CACHED_KEY`] bytes, held as three zero-padded words so that a lookup is a hash and a
+/// few comparisons. A miss only costs working a key out again.
 pub(super) struct KeyCache {
     slots: Box<[Slot; SLOTS]>,
 }
@@ -141,16 +141,28 @@ impl Scanner<'_> {
             return self.work_out(key);
         }
         let (words, slot) = words_of(s, k, e);
-        let e = &mut cache.slots[slot];
+        let len = key.len() as u8;
         // Word by word, in registers: the words were just computed, and a wide compare would
         // read them back from memory before their stores are done.
-        let differ = (e.words[0] ^ words[0]) | (e.words[1] ^ words[1]) | (e.words[2] ^ words[2]);
-        if usize::from(e.len) == key.len() && differ == 0 {
-            return e.key_use;
+        let holds = |e: &Slot| {
+            let differ =
+                (e.words[0] ^ words[0]) | (e.words[1] ^ words[1]) | (e.words[2] ^ words[2]);
+            e.len == len && differ == 0
+        };
+        // Two ways per set, the one used last first: two keys of a line that share a set
+        // (`dob` and `api_key` do) would otherwise evict each other on every line.
+        let set = slot & !1;
+        if holds(&cache.slots[set]) {
+            return cache.slots[set].key_use;
+        }
+        if holds(&cache.slots[set + 1]) {
+            cache.slots.swap(set, set + 1);
+            return cache.slots[set].key_use;
         }
         let u = self.work_out(key);
-        *e = Slot {
-            len: key.len() as u8,
+        cache.slots[set + 1] = cache.slots[set];
+        cache.slots[set] = Slot {
+            len,
             words,
             key_use: u,
         };
@@ -308,4 +320,49 @@ fn value_at(s: &[u8], v: usize) -> Option<Range<usize>> {
         .position(|&b| VALUE_END[usize::from(b)])
         .map_or(lim, |p| v + p);
     (e > v).then_some(v..e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Policy;
+
+    /// Keys that share a set of the cache, looked up in turn, get the answers of a fresh
+    /// reckoning every time (three of them: more than a set holds).
+    #[test]
+    fn keys_sharing_a_set_keep_their_answers() {
+        let p = Policy::default_policy();
+        let sc = Scanner::new(&p);
+        let names = ["dob", "api_key", "password", "user", "code", "ssn", "token"];
+        let mut doc = Vec::new();
+        let mut keys = Vec::new();
+        for i in 0..4000 {
+            let name = format!("{}{}", names[i % names.len()], i / names.len());
+            keys.push((doc.len(), doc.len() + name.len()));
+            doc.extend_from_slice(name.as_bytes());
+            doc.push(b' ');
+        }
+        let set = |&(k, e): &(usize, usize)| words_of(&doc, k, e).1 & !1;
+        let same: Vec<_> = keys
+            .iter()
+            .filter(|key| set(key) == set(&keys[0]))
+            .take(3)
+            .copied()
+            .collect();
+        assert_eq!(same.len(), 3, "three keys in one set");
+        let mut cache = KeyCache::new();
+        for round in 0..4 {
+            for (n, &(k, e)) in same.iter().enumerate().cycle().skip(round).take(7) {
+                let got = sc.key_use(&doc, k, e, &mut cache);
+                assert_eq!(got, sc.work_out(&doc[k..e]), "key {n} in round {round}");
+            }
+        }
+        // And keys whose answer is not empty: a listed key and a password key in one set.
+        let mut cache = KeyCache::new();
+        let doc = b"dob api_key dob api_key";
+        for (k, e) in [(0, 3), (4, 11), (12, 15), (16, 23)] {
+            assert_eq!(sc.key_use(doc, k, e, &mut cache), sc.work_out(&doc[k..e]));
+            assert!(sc.key_use(doc, k, e, &mut cache).any());
+        }
+    }
 }
