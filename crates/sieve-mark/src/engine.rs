@@ -113,11 +113,12 @@ struct Merger {
 }
 
 impl Merger {
-    fn add(&mut self, mut hits: Vec<Hit>) {
-        // A chunk's findings come in a few ascending runs (its literal searches, then its main
-        // loop); a stable sort merges such runs in linear time.
+    /// Merge `hits` (left empty, its allocation kept for the next batch).
+    fn add(&mut self, hits: &mut Vec<Hit>) {
+        // A batch's findings come in a few ascending runs (each chunk's literal searches, then
+        // its main loop): a stable sort finds the runs and merges them in linear time.
         hits.sort_by_key(|h| (h.start, h.end));
-        for h in hits {
+        for h in hits.drain(..) {
             self.counts[h.det as usize] += 1;
             if h.end <= h.start {
                 continue;
@@ -127,10 +128,24 @@ impl Merger {
                 end: h.end,
                 detectors: 1 << h.det,
             };
-            // Most findings come after every span so far.
-            if self.spans.last().is_none_or(|l| l.end < span.start) {
-                self.spans.push(span);
-                continue;
+            // Most findings come after every span so far, or overlap the last one from
+            // within it (a finding inside a PEM block or a classified line): spans are
+            // disjoint and sorted, so such a finding touches no other.
+            match self.spans.last_mut() {
+                None => {
+                    self.spans.push(span);
+                    continue;
+                }
+                Some(l) if l.end < span.start => {
+                    self.spans.push(span);
+                    continue;
+                }
+                Some(l) if l.start <= span.start => {
+                    l.end = l.end.max(span.end);
+                    l.detectors |= span.detectors;
+                    continue;
+                }
+                Some(_) => {}
             }
             // Spans that overlap or touch the finding: from the first ending at or after its
             // start, through the last starting at or before its end.
@@ -187,10 +202,11 @@ impl Policy {
         let batch = batch_len(opts);
         let mut lo = 0;
         let mut released = 0;
+        let mut hits = Vec::new();
         while lo < doc.len() {
             let hi = (lo + batch).min(doc.len());
-            let hits = scan_batch(&scanner, doc, 0, lo..hi, &mut structure, opts);
-            merger.add(hits);
+            scan_batch(&scanner, doc, 0, lo..hi, &mut structure, opts, &mut hits);
+            merger.add(&mut hits);
             lo = hi;
             let safe = lo.saturating_sub(MARGIN);
             if safe > released {
@@ -198,9 +214,8 @@ impl Policy {
                 released = safe;
             }
         }
-        let mut tail = Vec::new();
-        structure.finish(&mut tail);
-        merger.add(tail);
+        structure.finish(&mut hits);
+        merger.add(&mut hits);
         if doc.len() > released {
             done(released..doc.len());
         }
@@ -217,6 +232,7 @@ impl Policy {
         let mut eof = false;
         let mut own_lo = 0u64;
         let mut structure: Option<(Structure, Format)> = None;
+        let mut hits = Vec::new();
         loop {
             let want_end = own_lo + (batch + MARGIN) as u64;
             while !eof && buf_base + (buf.len() as u64) < want_end {
@@ -245,8 +261,8 @@ impl Policy {
                 break;
             }
             let own = (own_lo - buf_base) as usize..(own_hi - buf_base) as usize;
-            let hits = scan_batch(&scanner, &buf, buf_base, own, structure, opts);
-            merger.add(hits);
+            scan_batch(&scanner, &buf, buf_base, own, structure, opts, &mut hits);
+            merger.add(&mut hits);
             own_lo = own_hi;
             let keep_from = own_lo.saturating_sub(MARGIN as u64).max(buf_base);
             buf.drain(..(keep_from - buf_base) as usize);
@@ -254,9 +270,8 @@ impl Policy {
         }
         let (mut structure, format) = structure
             .unwrap_or_else(|| (Structure::None, self.format_for(opts.name.as_deref(), b"")));
-        let mut tail = Vec::new();
-        structure.finish(&mut tail);
-        merger.add(tail);
+        structure.finish(&mut hits);
+        merger.add(&mut hits);
         Ok(self.marking(own_lo, merger, format))
     }
 
@@ -283,7 +298,9 @@ fn batch_len(opts: &ScanOptions) -> usize {
 }
 
 /// Scan `own` (positions of `window`, whose first byte is document offset `base`): its chunks
-/// on up to `opts.threads` threads, and the structure pass over it in order.
+/// on up to `opts.threads` threads, and the structure pass over it in order. The findings are
+/// appended to `found`, which the caller reuses from batch to batch (growing a fresh vector
+/// for every batch costs copies and page faults on a dense document).
 fn scan_batch(
     scanner: &Scanner<'_>,
     window: &[u8],
@@ -291,7 +308,8 @@ fn scan_batch(
     own: Range<usize>,
     structure: &mut Structure,
     opts: &ScanOptions,
-) -> Vec<Hit> {
+    found: &mut Vec<Hit>,
+) {
     let chunk = opts.chunk.max(1);
     let chunks: Vec<Range<usize>> = (own.start..own.end)
         .step_by(chunk)
@@ -301,46 +319,46 @@ fn scan_batch(
     let jobs = chunks.len() + usize::from(with_structure);
     let next = AtomicUsize::new(0);
     let structure = Mutex::new(structure);
-    let found = Mutex::new(Vec::new());
-    let work = || {
-        let mut local = Vec::new();
-        loop {
-            let j = next.fetch_add(1, Ordering::Relaxed);
-            if j >= jobs {
-                break;
-            }
-            if with_structure && j == 0 {
-                if let Ok(mut st) = structure.lock() {
-                    st.feed(&window[own.clone()], base + own.start as u64, &mut local);
-                }
-                continue;
-            }
-            let c = &chunks[j - usize::from(with_structure)];
-            let lo = c.start.saturating_sub(MARGIN);
-            let hi = (c.end + MARGIN).min(window.len());
-            let w = Window {
-                bytes: &window[lo..hi],
-                base: base + lo as u64,
-                own: c.start - lo..c.end - lo,
-            };
-            scanner.scan(&w, &mut local);
+    let work = |local: &mut Vec<Hit>| loop {
+        let j = next.fetch_add(1, Ordering::Relaxed);
+        if j >= jobs {
+            break;
         }
-        if let Ok(mut f) = found.lock() {
-            f.append(&mut local);
+        if with_structure && j == 0 {
+            if let Ok(mut st) = structure.lock() {
+                st.feed(&window[own.clone()], base + own.start as u64, local);
+            }
+            continue;
         }
+        let c = &chunks[j - usize::from(with_structure)];
+        let lo = c.start.saturating_sub(MARGIN);
+        let hi = (c.end + MARGIN).min(window.len());
+        let w = Window {
+            bytes: &window[lo..hi],
+            base: base + lo as u64,
+            own: c.start - lo..c.end - lo,
+        };
+        scanner.scan(&w, local);
     };
     let threads = opts.threads.max(1).min(jobs);
     if threads <= 1 {
-        work();
-    } else {
-        std::thread::scope(|s| {
-            for _ in 1..threads {
-                s.spawn(work);
-            }
-            work();
-        });
+        work(found);
+        return;
     }
-    found.into_inner().unwrap_or_default()
+    let shared = Mutex::new(found);
+    let work_on_own = || {
+        let mut local = Vec::new();
+        work(&mut local);
+        if let Ok(mut f) = shared.lock() {
+            f.append(&mut local);
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(work_on_own);
+        }
+        work_on_own();
+    });
 }
 
 /// The format of a document with no telling name, from its first bytes: JSON if it starts with
@@ -404,8 +422,11 @@ mod tests {
             counts: vec![0; 3],
         };
         let h = |start, end, det| Hit { start, end, det };
-        m.add(vec![h(10, 20, 0), h(30, 40, 1), h(50, 60, 2)]);
-        m.add(vec![h(20, 25, 1), h(0, 5, 2), h(35, 55, 0), h(70, 70, 1)]);
+        let mut hits = vec![h(10, 20, 0), h(30, 40, 1), h(50, 60, 2)];
+        m.add(&mut hits);
+        assert!(hits.is_empty());
+        hits.extend([h(20, 25, 1), h(0, 5, 2), h(35, 55, 0), h(70, 70, 1)]);
+        m.add(&mut hits);
         let got: Vec<(u64, u64, u64)> = m
             .spans
             .iter()

@@ -9,8 +9,11 @@
 //! |---|---|
 //! | policies in TOML, the built-in `default` | [`policy`], `policies/default.toml` |
 //! | field names (CSV headers, JSON keys, log keys) | [`names`] |
+//! | allow patterns, with the literal every match holds searched first | [`allow`] |
 //! | validated detectors (Luhn, mod 97, SSN rules, phone plans, ...) | [`detect`] |
+//! | byte classes of 64-byte blocks (AVX2 where the CPU has it) | [`classify`] |
 //! | the content scan: triggers, prefilters, one window at a time | [`scan`] |
+//! | keywords before dates, found through a block filter | [`keywords`] |
 //! | how much around a finding is classified | [`granularity`] |
 //! | CSV/TSV columns and JSON/NDJSON fields (streaming, stateful) | [`structure`] |
 //! | batches over threads, mapped or read input, merging | [`engine`] |
@@ -30,9 +33,12 @@
 //! through a bounded buffer. The two stateful passes (CSV rows, JSON nesting) run in order, one
 //! batch at a time, beside the chunks.
 
+pub mod allow;
+pub mod classify;
 pub mod detect;
 pub mod engine;
 pub mod granularity;
+pub mod keywords;
 pub mod labelled;
 pub mod marked;
 pub mod names;

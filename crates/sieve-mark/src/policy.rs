@@ -275,11 +275,16 @@ pub struct Policy {
     pub format: Format,
     pub detectors: Vec<Detector>,
     pub(crate) allow_values: Vec<Vec<u8>>,
-    pub(crate) allow_patterns: Vec<Regex>,
-    /// Case-sensitive literal prefixes (cloud keys and JWTs).
+    pub(crate) allow_patterns: Vec<crate::allow::AllowPattern>,
+    /// Case-sensitive literal prefixes (cloud keys and JWTs): the automaton (the reference
+    /// scan's) and the same prefixes by first byte, longest first, which the scan checks at the
+    /// word starts its block filter gives.
     pub(crate) prefixes: Vec<Prefixes>,
-    /// Keywords that make a date a date of birth, case-insensitive.
+    pub(crate) prefix_starts: Vec<PrefixBucket>,
+    /// Keywords that make a date a date of birth, case-insensitive: the automaton (the
+    /// reference scan's) and the block filter the scan asks.
     pub(crate) dob_keywords: Option<AhoCorasick>,
+    pub(crate) dob_words: Option<crate::keywords::Keywords>,
     /// User regular expressions, to skip those with no match in a chunk.
     pub(crate) regex_set: Option<(RegexSet, Vec<usize>)>,
     /// Longest keyword of any dob detector, for the look-behind.
@@ -287,8 +292,17 @@ pub struct Policy {
     source: String,
 }
 
-/// The prefix automaton and, per pattern, what it starts.
+/// The prefixes that start with one byte, longest first, and the set of their second bytes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PrefixBucket {
+    pub seconds: u128,
+    pub list: Vec<(Vec<u8>, PrefixWhat)>,
+}
+
+/// The prefix automaton and, per pattern, what it starts: the reference scan's way of finding
+/// prefixes, which the tests hold the block filter to.
 #[derive(Debug, Clone)]
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) struct Prefixes {
     pub ac: AhoCorasick,
     pub what: Vec<PrefixWhat>,
@@ -398,7 +412,8 @@ impl Policy {
             .patterns
             .iter()
             .map(|p| {
-                Regex::new(p).map_err(|e| PolicyError::Invalid(format!("allow pattern {p:?}: {e}")))
+                crate::allow::AllowPattern::new(p)
+                    .map_err(|e| PolicyError::Invalid(format!("allow pattern {p:?}: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut policy = Policy {
@@ -411,7 +426,9 @@ impl Policy {
             allow_values: allow.values.into_iter().map(String::into_bytes).collect(),
             allow_patterns,
             prefixes: Vec::new(),
+            prefix_starts: Vec::new(),
             dob_keywords: None,
+            dob_words: None,
             regex_set: None,
             dob_within: 0,
             source: toml_src.to_string(),
@@ -460,6 +477,27 @@ impl Policy {
         // starts anywhere finds the same ones), and a prefix that is the start of a longer one
         // (`sk-`, `sk-proj-`) fails its own rule where the longer one applies.
         if !pats.is_empty() {
+            // Longest first for each first byte; among equal ones the first listed, as the
+            // automaton's leftmost-longest search reports.
+            let mut starts: Vec<PrefixBucket> = vec![PrefixBucket::default(); 128];
+            for (p, w) in pats.iter().zip(&what) {
+                let bucket = match p.as_slice() {
+                    [a, b, ..] if *b < 128 => starts.get_mut(usize::from(*a)),
+                    _ => None,
+                };
+                let Some(bucket) = bucket else {
+                    return Err(PolicyError::Invalid(format!(
+                        "prefix {:?} is not two ASCII bytes or more",
+                        String::from_utf8_lossy(p)
+                    )));
+                };
+                bucket.seconds |= 1 << p[1];
+                bucket.list.push((p.clone(), *w));
+            }
+            for b in &mut starts {
+                b.list.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+            }
+            self.prefix_starts = starts;
             let ac = AhoCorasickBuilder::new()
                 .match_kind(MatchKind::LeftmostLongest)
                 .build(&pats)
@@ -472,6 +510,9 @@ impl Policy {
                 .build(&dob_words)
                 .map_err(|e| PolicyError::Invalid(format!("date-of-birth keywords: {e}")))?;
             self.dob_keywords = Some(ac);
+            let words = crate::keywords::Keywords::new(&dob_words)
+                .map_err(|e| PolicyError::Invalid(format!("date-of-birth keywords: {e}")))?;
+            self.dob_words = Some(words);
         }
         if !regexes.is_empty() {
             let set = RegexSet::new(regexes.iter().map(|(_, p)| p))

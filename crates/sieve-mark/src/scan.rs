@@ -1,30 +1,42 @@
 //! The content scan: every detector that looks at bytes rather than at a document's structure,
 //! over one chunk of a document in one pass plus a few literal searches.
 //!
-//! Most of a document is letters, so the main loop skips eight bytes at a time while none of
-//! them is a digit or one of `:` `;` `<` `=` `>` `?` `@` (one SWAR test, [`has_trigger`]). It
-//! stops at:
+//! The main loop takes 64 bytes at a time and classifies them at once ([`crate::classify`]:
+//! digits, separators, letters, trigger bytes, as bit masks). A few shifts of those masks give
+//! the only bytes worth a closer look:
 //!
-//! - a digit that starts a run of digit groups (joined by at most two of ` -./()`): cards,
-//!   SSNs, IPv4 addresses, phone numbers, dates of birth and, with two capitals before it, IBANs;
+//! - a digit that starts a run of digit groups (joined by at most two of ` -./()`, so: no digit
+//!   one byte before it, nor one separator and a digit, nor two separators and a digit) and is
+//!   not glued to a word: cards, SSNs, IPv4 addresses, phone numbers, dates of birth
+//!   ([`digits`]);
+//! - a digit that starts a run right after two capitals that start a word: IBANs;
 //! - `@`: e-mail addresses;
 //! - `:` and `=`: IPv6 addresses (at the first colon of one) and `key=value` / `key: value`
-//!   pairs (secrets and log fields).
+//!   pairs (secrets and log fields, [`kv`]);
+//! - a capital `D`, `M`, `P` or `S` followed by a letter a title can go on with: names after a
+//!   title.
 //!
-//! Literal searches run beside it: an Aho-Corasick automaton over the known key prefixes, `eyJ`
-//! (JWTs) and titles (names), `memmem` for `-----BEGIN ` (PEM blocks), and the policy's own
-//! regular expressions (skipped through a `RegexSet` when none matches in the chunk) and
-//! keywords.
+//! Literal searches run beside it: an Aho-Corasick automaton over the known key prefixes and
+//! `eyJ` (JWTs), `memmem` for `-----BEGIN ` (PEM blocks), and the policy's own regular
+//! expressions (skipped through a `RegexSet` when none matches in the chunk) and keywords.
 //!
 //! Every trigger is recognised from the bytes just around it, and each finding is reported only
 //! by the chunk that holds its trigger ([`Window::own`]), which is what makes the result
-//! independent of how a document is cut (see the crate documentation).
+//! independent of how a document is cut (see the crate documentation). A plain byte-by-byte
+//! version of the same rules is kept as the tests' reference (`scan/reference.rs`), and the
+//! tests hold this scan to it.
+
+mod digits;
+mod kv;
+#[cfg(test)]
+pub(crate) mod reference;
 
 use std::ops::Range;
 
 use phonenumber::country::Id;
 
-use crate::detect::{self, api_key, card, date, email, iban, ip, jwt, pem, person, phone, secret};
+use crate::classify::{Block, Classifier};
+use crate::detect::{api_key, email, ip, jwt, pem, person};
 use crate::detect::{before, is_word};
 use crate::granularity::expand;
 use crate::policy::{Kind, Policy, PrefixWhat};
@@ -43,71 +55,6 @@ pub struct Window<'a> {
     pub bytes: &'a [u8],
     pub base: u64,
     pub own: Range<usize>,
-}
-
-/// The lanes (high bit of each byte) of the eight bytes of `x` that lie strictly between `m`
-/// and `n` (both below 0x80): the classic "has a byte between" test, which is exact per lane
-/// here because neither the subtraction nor the addition can carry across a lane. Bytes of
-/// 0x80 and above never set a lane.
-#[inline]
-fn lanes_between(x: u64, m: u64, n: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    ((ONES * (127 + n)).wrapping_sub(x & (ONES * 127))
-        & !x
-        & ((x & (ONES * 127)) + ONES * (127 - m)))
-        & HIGH
-}
-
-/// Separators that may join digit groups (at most two in a row).
-#[inline]
-fn is_sep(b: u8) -> bool {
-    matches!(b, b' ' | b'-' | b'.' | b'/' | b'(' | b')')
-}
-
-/// Whether the digit at `i` starts a run: no digit before it, directly or across one or two
-/// separators. Decided from the three bytes before `i` alone.
-#[inline]
-fn run_start(s: &[u8], i: usize) -> bool {
-    let d = |k: usize| i >= k && s[i - k].is_ascii_digit();
-    let p = |k: usize| i >= k && is_sep(s[i - k]);
-    !(d(1) || (p(1) && d(2)) || (p(1) && p(2) && d(3)))
-}
-
-/// Keys of `key=value` pairs known to name nothing a policy lists. Logs and NDJSON repeat the
-/// same few keys on every line; remembering the misses spares splitting and comparing them
-/// again (a direct-mapped table: a collision only costs a lookup).
-struct KeyMisses {
-    slots: [(u8, [u8; 24]); 64],
-}
-
-impl KeyMisses {
-    fn new() -> KeyMisses {
-        KeyMisses {
-            slots: [(0, [0; 24]); 64],
-        }
-    }
-
-    fn slot(key: &[u8]) -> usize {
-        // FNV-1a, enough to spread a few dozen keys over 64 slots.
-        let h = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-        });
-        (h >> 58) as usize
-    }
-
-    fn known_miss(&self, key: &[u8]) -> bool {
-        let (n, bytes) = &self.slots[Self::slot(key)];
-        key.len() <= 24 && usize::from(*n) == key.len() && &bytes[..key.len()] == key
-    }
-
-    fn remember(&mut self, key: &[u8]) {
-        if (1..=24).contains(&key.len()) {
-            let slot = &mut self.slots[Self::slot(key)];
-            slot.0 = key.len() as u8;
-            slot.1[..key.len()].copy_from_slice(key);
-        }
-    }
 }
 
 /// The detectors of a policy, sorted by what triggers them.
@@ -129,10 +76,48 @@ pub struct Scanner<'p> {
     digits: bool,
     colon: bool,
     eq: bool,
+    classifier: Classifier,
 }
 
-/// A digit group: its range in the window.
-type Group = (usize, usize);
+/// What one chunk's scan remembers as it goes: answers that the next lines of a log or an
+/// export are likely to ask again.
+struct Memo {
+    keys: kv::KeyCache,
+    keywords: crate::keywords::Cache,
+    headers: jwt::Headers,
+}
+
+/// The classes of the block being scanned and of its neighbours.
+struct Near<'a> {
+    prev: &'a Block,
+    cur: &'a Block,
+    next: &'a Block,
+}
+
+impl Near<'_> {
+    /// Bit k: byte k - n of the block has class `f` (from the block before for k < n).
+    #[inline]
+    fn back(&self, f: impl Fn(&Block) -> u64, n: u32) -> u64 {
+        f(self.cur) << n | f(self.prev) >> (64 - n)
+    }
+
+    /// Bit k: byte k + n of the block has class `f` (from the block after for k >= 64 - n).
+    #[inline]
+    fn ahead(&self, f: impl Fn(&Block) -> u64, n: u32) -> u64 {
+        f(self.cur) >> n | f(self.next) << (64 - n)
+    }
+
+    /// The bytes a key may hold (letters, digits, `_`, `-`, `.`) in this block and the one
+    /// before, which starts at window position `pos - 64`.
+    #[inline]
+    fn key_chars(&self, pos: usize) -> kv::KeyChars {
+        let f = |b: &Block| b.alpha | b.digit | b.under | b.dash | b.dot;
+        kv::KeyChars {
+            start: pos as isize - 64,
+            bits: u128::from(f(self.cur)) << 64 | u128::from(f(self.prev)),
+        }
+    }
+}
 
 impl<'p> Scanner<'p> {
     pub fn new(p: &'p Policy) -> Scanner<'p> {
@@ -154,6 +139,7 @@ impl<'p> Scanner<'p> {
             digits: false,
             colon: false,
             eq: false,
+            classifier: Classifier::new(b"", b""),
         };
         for (i, d) in p.detectors.iter().enumerate() {
             match &d.kind {
@@ -181,6 +167,16 @@ impl<'p> Scanner<'p> {
             && sc.dobs.is_empty());
         sc.eq = !(sc.secrets.is_empty() && sc.kvs.is_empty());
         sc.colon = sc.eq || !sc.ipv6s.is_empty();
+        let firsts: Vec<u8> = (0u8..128)
+            .filter(|&b| {
+                p.prefix_starts
+                    .get(usize::from(b))
+                    .is_some_and(|l| !l.list.is_empty())
+            })
+            .collect();
+        let seconds_set = p.prefix_starts.iter().fold(0u128, |m, b| m | b.seconds);
+        let seconds: Vec<u8> = (0u8..128).filter(|&b| seconds_set & 1 << b != 0).collect();
+        sc.classifier = Classifier::new(&firsts, &seconds);
         sc
     }
 
@@ -201,68 +197,205 @@ impl<'p> Scanner<'p> {
     pub fn scan(&self, w: &Window<'_>, out: &mut Vec<Hit>) {
         self.literals(w, out);
         let s = w.bytes;
-        let end = w.own.end;
-        let mut i = w.own.start;
-        let mut misses = KeyMisses::new();
-        // Without digit detectors, only `:;<=>?@` stop the scan.
-        let low = if self.digits { 0x2f } else { 0x39 };
-        while i + 8 <= end {
-            let Ok(word) = <[u8; 8]>::try_from(&s[i..i + 8]) else {
-                break;
+        let mut memo = Memo {
+            keys: kv::KeyCache::new(),
+            keywords: crate::keywords::Cache::new(),
+            headers: jwt::Headers::default(),
+        };
+        let mut pos = w.own.start;
+        // The block before (runs and words that began before the chunk), the block, and the
+        // block after (how a run goes on).
+        let mut prev = self.classifier.block_at(s, pos as isize - 64);
+        let mut cur = self.classifier.block_at(s, pos as isize);
+        while pos < w.own.end {
+            let next = self.classifier.block_at(s, pos as isize + 64);
+            let live = match w.own.end - pos {
+                n if n >= 64 => !0u64,
+                n => (1u64 << n) - 1,
             };
-            let mut lanes = lanes_between(u64::from_le_bytes(word), low, 0x41);
-            if lanes == 0 {
-                i += 8;
-                continue;
-            }
-            // Every trigger of the word in turn, without loading it again; a trigger may
-            // consume bytes past others (a run of digits), which are then skipped.
-            let base = i;
-            let mut next = i;
-            while lanes != 0 {
-                let j = base + (lanes.trailing_zeros() / 8) as usize;
-                lanes &= lanes - 1;
-                if j >= next {
-                    next = self.trigger(w, j, &mut misses, out);
+            let near = Near {
+                prev: &prev,
+                cur: &cur,
+                next: &next,
+            };
+            let (runs, ibans) = self.run_starts(&near);
+            let titles = if self.persons.is_empty() {
+                0
+            } else {
+                cur.title
+            };
+            let prefixes = if self.p.prefix_starts.is_empty() {
+                0
+            } else {
+                // A prefix counts only where no word character or `-` is just before it; and
+                // some prefix has the byte after as its second.
+                cur.first
+                    & near.ahead(|b| b.second, 1)
+                    & !near.back(|b| b.alpha | b.digit | b.under | b.dash, 1)
+            };
+            // In the order of the bytes, so that findings come out nearly sorted (merging them
+            // is then cheap).
+            let trig = self.triggers(&near);
+            let mut m = (runs | ibans | trig | titles | prefixes) & live;
+            while m != 0 {
+                let k = m.trailing_zeros();
+                m &= m - 1;
+                let (bit, j) = (1u64 << k, pos + k as usize);
+                if runs & bit != 0 {
+                    self.digit_run(w, j, &mut memo, out);
+                } else if ibans & bit != 0 {
+                    self.iban(w, j - 2, out);
+                } else if trig & bit != 0 {
+                    self.trigger(w, j, &near, pos, &mut memo, out);
+                } else {
+                    if titles & bit != 0 {
+                        self.title(w, j, out);
+                    }
+                    if prefixes & bit != 0 {
+                        self.prefix(w, j, &mut memo, out);
+                    }
                 }
             }
-            i = next.max(base + 8);
-        }
-        while i < end {
-            i = self.trigger(w, i, &mut misses, out);
+            prev = cur;
+            cur = next;
+            pos += 64;
         }
     }
 
-    /// Look at the byte at `i`; returns where to go on from.
+    /// The digits of the block that start a run of digit groups not glued to a word (less the
+    /// runs that are one group of fewer than four digits, in which nothing is found), and those
+    /// that start one right after two capitals that begin a word (an IBAN's country code).
+    #[inline]
+    fn run_starts(&self, k: &Near<'_>) -> (u64, u64) {
+        if !self.digits || k.cur.digit == 0 {
+            return (0, 0);
+        }
+        let digit = |b: &Block| b.digit;
+        let sep = |b: &Block| b.sep;
+        let (d1, d2, d3) = (k.back(digit, 1), k.back(digit, 2), k.back(digit, 3));
+        let (p1, p2) = (k.back(sep, 1), k.back(sep, 2));
+        let starts = k.cur.digit & !(d1 | (p1 & d2) | (p1 & p2 & d3));
+        let glued = starts & k.back(|b| b.alpha | b.under, 1);
+        let ibans = if self.ibans.is_empty() {
+            0
+        } else {
+            let upper = |b: &Block| b.upper;
+            let (u1, u2) = (k.back(upper, 1), k.back(upper, 2));
+            glued & u1 & u2 & !k.back(|b| b.alpha | b.digit, 3)
+        };
+        let runs = starts & !glued;
+        // Runs of one or two groups of at most three digits each hold nothing (no detector
+        // looks at fewer than four digits in a group, or at two such groups, and a `+` before
+        // needs eight digits or more). Bit k of `alone`: a group of 1-3 digits starts at byte k
+        // and no other follows it; another follows a group ending before byte e if a separator
+        // is there and a digit after it, or two separators and then a digit.
+        let d = |n: u32| k.ahead(digit, n);
+        let q = |n: u32| k.ahead(sep, n);
+        let goes_on = |e: u32| q(e) & (d(e + 1) | (q(e + 1) & d(e + 2)));
+        let len = [!d(1), d(1) & !d(2), d(1) & d(2) & !d(3)];
+        let alone = (len[0] & !goes_on(1)) | (len[1] & !goes_on(2)) | (len[2] & !goes_on(3));
+        // A short group followed by one separator or two, then a group that is alone (looked
+        // for in this block only: a second group in the next is left to the scan).
+        let mut pair = 0;
+        for (l, &short) in (1u32..).zip(&len) {
+            let at = |m: u32| alone >> m;
+            pair |= short & q(l) & ((d(l + 1) & at(l + 1)) | (q(l + 1) & d(l + 2) & at(l + 2)));
+        }
+        (runs & !(alone | pair), ibans)
+    }
+
+    /// The trigger bytes of the block worth a look: every `@` (when e-mails are sought), a
+    /// `=` or `:` only where a key that starts with a letter or `_` may end just before it (or
+    /// a space or quote comes between), and a `:` where an IPv6 address may start (no letter,
+    /// digit, `.`, `_` or `:` just before its first group). A timestamp's colons, and the inner
+    /// colons of an address, are none of these.
+    #[inline]
+    fn triggers(&self, k: &Near<'_>) -> u64 {
+        let cur = k.cur;
+        let mut t = if self.emails.is_empty() { 0 } else { cur.at };
+        if cur.colon | cur.eq == 0 || !self.colon {
+            return t;
+        }
+        let mut colon_ok = 0;
+        if self.eq {
+            // Key bytes over this block and the one before; a run of them "starts well" where
+            // its first byte is a letter or `_` (or where it may have begun before the two
+            // blocks). Adding the good starts to the runs clears exactly the good runs.
+            let kc = |b: &Block| b.alpha | b.digit | b.under | b.dash | b.dot;
+            let lead = |b: &Block| b.alpha | b.under;
+            let wide = |f: &dyn Fn(&Block) -> u64| u128::from(f(cur)) << 64 | u128::from(f(k.prev));
+            let keys = wide(&kc);
+            let good = (keys & !(keys << 1) & wide(&lead)) | (keys & 1);
+            let in_good = (keys.wrapping_add(good) ^ keys) & keys;
+            // Bit t: the byte before byte t of this block is no key byte, or one of a good run.
+            let key_may_end = ((!keys | in_good) >> 63) as u64;
+            t |= cur.eq & key_may_end;
+            colon_ok |= key_may_end;
+        }
+        if !self.ipv6s.is_empty() {
+            // The hexadecimal digits before the colon (at most four are looked at) must not
+            // follow a letter, digit, `.` or `_` (no address then), nor a colon (then this is
+            // not its first colon: a timestamp's second colon, an address's inner ones).
+            let w = |n: u32| k.back(|b| b.alpha | b.digit | b.dot | b.under | b.colon, n);
+            let mut hex_run = !0u64;
+            let mut v6 = !w(1);
+            for n in 1..=4 {
+                hex_run &= k.back(|b| b.hex, n);
+                v6 |= hex_run & !w(n + 1);
+            }
+            colon_ok |= v6;
+        }
+        t | (cur.colon & colon_ok)
+    }
+
+    /// A word start at `at` whose first byte some key prefix has: the longest prefix there, and
+    /// the key or token it starts, if any.
+    #[inline]
+    fn prefix(&self, w: &Window<'_>, at: usize, memo: &mut Memo, out: &mut Vec<Hit>) {
+        let s = w.bytes;
+        let Some(bucket) = self.p.prefix_starts.get(usize::from(s[at])) else {
+            return;
+        };
+        // Most word starts with a listed first byte have no listed second byte after it.
+        let second = s.get(at + 1).copied().unwrap_or(0);
+        if second >= 128 || bucket.seconds & 1 << second == 0 {
+            return;
+        }
+        let holds =
+            |p: &[u8]| p.len() <= s.len() - at && p.iter().zip(&s[at..]).all(|(a, b)| a == b);
+        let Some((_, what)) = bucket.list.iter().find(|(p, _)| holds(p)) else {
+            return;
+        };
+        let found = match *what {
+            PrefixWhat::ApiKey(d, rule) => api_key::key_at(s, at, &rule).map(|r| (d, r)),
+            PrefixWhat::Jwt(d) => jwt::token_at_with(s, at, &mut memo.headers).map(|r| (d, r)),
+        };
+        if let Some((d, r)) = found {
+            self.emit(w, d, r, out);
+        }
+    }
+
+    /// A trigger byte (`@`, `:` or `=`) at `i`.
     #[inline]
     fn trigger(
         &self,
         w: &Window<'_>,
         i: usize,
-        misses: &mut KeyMisses,
+        near: &Near<'_>,
+        pos: usize,
+        memo: &mut Memo,
         out: &mut Vec<Hit>,
-    ) -> usize {
+    ) {
         let s = w.bytes;
         match s[i] {
-            b'0'..=b'9' if self.digits => {
-                if run_start(s, i) {
-                    return self.digit_run(w, i, out);
-                }
-                // Inside a run begun before the chunk: skip its digits.
-                let mut e = i + 1;
-                while e < w.own.end && s[e].is_ascii_digit() {
-                    e += 1;
-                }
-                return e;
-            }
-            b'@' if !self.emails.is_empty() => {
+            b'@' => {
                 if let Some(r) = email::around(s, i) {
                     for &d in &self.emails {
                         self.emit(w, d, r.clone(), out);
                     }
                 }
             }
-            b':' if self.colon => {
+            b':' => {
                 if !self.ipv6s.is_empty() && ip::is_first_colon(s, i) {
                     if let Some(r) = ip::ipv6_at(s, i) {
                         for &d in &self.ipv6s {
@@ -271,56 +404,32 @@ impl<'p> Scanner<'p> {
                     }
                 }
                 if self.eq {
-                    self.key_value(w, i, misses, out);
+                    self.key_value(w, i, &near.key_chars(pos), &mut memo.keys, out);
                 }
             }
-            b'=' if self.eq => self.key_value(w, i, misses, out),
+            b'=' => self.key_value(w, i, &near.key_chars(pos), &mut memo.keys, out),
             _ => {}
         }
-        i + 1
     }
 
-    /// Prefixes, PEM blocks, regular expressions and keywords that start in the chunk.
+    /// A capital at `at` that may start a title: the name after it, if one follows.
+    #[inline]
+    fn title(&self, w: &Window<'_>, at: usize, out: &mut Vec<Hit>) {
+        let s = w.bytes;
+        if let Some(n) = person::title_at(s, at) {
+            if let Some(r) = person::name_after(s, at, at + n) {
+                for &d in &self.persons {
+                    self.emit(w, d, r.clone(), out);
+                }
+            }
+        }
+    }
+
+    /// PEM blocks, regular expressions and keywords that start in the chunk.
     fn literals(&self, w: &Window<'_>, out: &mut Vec<Hit>) {
         let s = w.bytes;
         let own = w.own.clone();
         let reach = |n: usize| (own.end + n).min(s.len());
-        for pre in &self.p.prefixes {
-            for m in pre.ac.find_iter(&s[own.start..reach(16)]) {
-                let at = own.start + m.start();
-                if at >= own.end {
-                    break;
-                }
-                let found = match pre.what[m.pattern().as_usize()] {
-                    PrefixWhat::ApiKey(d, rule) => api_key::key_at(s, at, &rule).map(|r| (d, r)),
-                    PrefixWhat::Jwt(d) => jwt::token_at(s, at).map(|r| (d, r)),
-                };
-                if let Some((d, r)) = found {
-                    self.emit(w, d, r, out);
-                }
-            }
-        }
-        if !self.persons.is_empty() {
-            // Every title starts with one of four capitals, rare enough in text that a byte
-            // search and a comparison beat an automaton (measured: a fifth of the time spent on
-            // letters went to the automaton's false starts on "Mr", "Dr", "Ms").
-            let hay = &s[own.start..own.end];
-            let starts =
-                memchr::memchr3_iter(b'M', b'D', b'P', hay).chain(memchr::memchr_iter(b'S', hay));
-            for p in starts {
-                let at = own.start + p;
-                for t in person::TITLES {
-                    if s[at..].starts_with(t.as_bytes()) {
-                        if let Some(r) = person::name_after(s, at, at + t.len()) {
-                            for &d in &self.persons {
-                                self.emit(w, d, r.clone(), out);
-                            }
-                        }
-                        break;
-                    }
-                }
-            }
-        }
         if !self.pems.is_empty() {
             let hay = &s[own.start..reach(pem::BEGIN.len())];
             for p in memchr::memmem::find_iter(hay, pem::BEGIN) {
@@ -377,487 +486,14 @@ impl<'p> Scanner<'p> {
         }
     }
 
-    /// Everything a run of digit groups starting at `i` can be; returns where the run ends.
-    /// Whether a date-of-birth keyword (not the end of a longer word) ends in `lo..hi`.
-    fn keyword_in(&self, s: &[u8], lo: usize, hi: usize) -> bool {
-        let Some(ac) = &self.p.dob_keywords else {
-            return false;
-        };
-        ac.find_iter(&s[lo..hi]).any(|m| {
-            let a = lo + m.start();
-            !before(s, a).is_some_and(|b| b.is_ascii_alphabetic())
-        })
-    }
-
-    fn digit_run(&self, w: &Window<'_>, i: usize, out: &mut Vec<Hit>) -> usize {
-        let s = w.bytes;
-        if !self.ibans.is_empty() && i >= 2 {
-            self.iban(w, i - 2, out);
-        }
-        // A run glued to a word (`abc123`, a hash, an identifier) is none of these.
-        let glued = before(s, i).is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
-        let mut ring: [Group; 8] = [(0, 0); 8];
-        let mut first: [Group; 16] = [(0, 0); 16];
-        let mut n = 0usize;
-        let mut g_start = i;
-        let mut phone_found = false;
-        loop {
-            let mut e = g_start;
-            while e < s.len() && s[e].is_ascii_digit() {
-                e += 1;
-            }
-            ring[n % 8] = (g_start, e);
-            if n < first.len() {
-                first[n] = (g_start, e);
-            }
-            n += 1;
-            if !glued {
-                phone_found |= self.groups_end(w, &ring, n, out);
-            }
-            // Another group follows across one or two separators?
-            let mut k = e;
-            while k < s.len() && k - e < 2 && is_sep(s[k]) {
-                k += 1;
-            }
-            if k > e && k < s.len() && s[k].is_ascii_digit() {
-                g_start = k;
-                continue;
-            }
-            if !glued && !phone_found && i > 0 && s[i - 1] == b'+' {
-                self.international(w, i - 1, &first[..n.min(first.len())], out);
-            }
-            return e;
+    /// Whether a date-of-birth keyword lies wholly in `lo..hi` and starts a word.
+    fn keyword_in(&self, s: &[u8], lo: usize, hi: usize, memo: &mut Memo) -> bool {
+        match &self.p.dob_words {
+            Some(k) => k.any_in(s, lo, hi, &mut memo.keywords),
+            None => false,
         }
     }
-
-    /// Candidates ending with the `n`-th group (the last eight are in `ring`); returns whether a
-    /// phone number was among them.
-    fn groups_end(&self, w: &Window<'_>, ring: &[Group; 8], n: usize, out: &mut Vec<Hit>) -> bool {
-        let s = w.bytes;
-        let mut phone_found = false;
-        let g = |back: usize| ring[(n - 1 - back) % 8];
-        let sep = |back: usize| {
-            // Separator before group n-1-back (which must not be the first).
-            let (a, _) = g(back);
-            let (_, e) = g(back + 1);
-            &s[e..a]
-        };
-        let last = g(0);
-        let right_ok = !s.get(last.1).copied().is_some_and(is_word);
-        if !right_ok {
-            return false;
-        }
-        // Whether group n-1-back may start a finding: it is the run's first group and the byte
-        // before it is no word character, or a separator precedes it.
-        let left_ok = |back: usize| {
-            if back + 1 == n {
-                !before(s, g(back).0).is_some_and(|b| is_word(b) || b == b'.')
-            } else {
-                true
-            }
-        };
-        let len = |back: usize| g(back).1 - g(back).0;
-        // Most runs are a short number or two (a status code, a time): nothing to look at.
-        if n == 1 && len(0) < 4 {
-            return false;
-        }
-
-        // Cards: one group of 13-19 digits, or up to five joined by the same single space or dash.
-        if !self.cards.is_empty() && (0..5.min(n)).map(len).sum::<usize>() >= 13 {
-            let mut digits = [0u8; 19];
-            for k in 0..5.min(n) {
-                let total: usize = (0..=k).map(len).sum();
-                if total > 19 {
-                    break;
-                }
-                if k > 0 {
-                    let s0 = sep(0);
-                    if !(0..k).all(|b| sep(b) == s0 && (s0 == b" " || s0 == b"-")) {
-                        break;
-                    }
-                }
-                if total >= 13 && left_ok(k) {
-                    let mut p = 0;
-                    for b in (0..=k).rev() {
-                        let (a, e) = g(b);
-                        digits[p..p + (e - a)].copy_from_slice(&s[a..e]);
-                        p += e - a;
-                    }
-                    if card::is_card(&digits[..total]) {
-                        for &d in &self.cards {
-                            self.emit(w, d, g(k).0..last.1, out);
-                        }
-                        break;
-                    }
-                }
-            }
-        }
-        if n >= 3 {
-            let (s1, s2) = (sep(1), sep(0));
-            let same = s1 == s2 && s1.len() == 1;
-            let lens = (len(2), len(1), len(0));
-            // SSNs: 3-2-4 joined by the same dash or space.
-            if !self.ssns.is_empty()
-                && lens == (3, 2, 4)
-                && same
-                && (s1 == b"-" || s1 == b" ")
-                && left_ok(2)
-                && ssn_groups(s, [g(2), g(1), g(0)])
-            {
-                for &d in &self.ssns {
-                    self.emit(w, d, g(2).0..last.1, out);
-                }
-            }
-            // Dates of birth: y-m-d or d/m/y (either order of day and month).
-            if !self.dobs.is_empty()
-                && matches!(lens, (4, 1..=2, 1..=2) | (1..=2, 1..=2, 4))
-                && same
-                && matches!(s1, b"-" | b"/" | b".")
-                && left_ok(2)
-                && date::numeric([&s[g(2).0..g(2).1], &s[g(1).0..g(1).1], &s[g(0).0..g(0).1]])
-            {
-                self.dob(w, g(2).0..last.1, out);
-            }
-            // Phones written the North American way: (212) 555-0134, 212-555-0134, 212.555.0134,
-            // with an optional 1 or +1 in front.
-            if !self.phones.is_empty() && len(2) == 3 && len(1) == 3 && len(0) == 4 {
-                phone_found |= self.nanp(w, ring, n, out);
-            }
-        }
-        // IPv4: four groups joined by single dots, not part of a longer dotted run.
-        if n >= 4 && !self.ipv4s.is_empty() && (0..4).all(|b| len(b) <= 3) {
-            let dots = (0..3).all(|b| sep(b) == b".");
-            let not_longer_left = n == 4 || sep(3) != b".";
-            let not_longer_right = !(s.get(last.1) == Some(&b'.')
-                && s.get(last.1 + 1).is_some_and(u8::is_ascii_digit));
-            if dots && not_longer_left && not_longer_right && left_ok(3) {
-                let parts = [g(3), g(2), g(1), g(0)].map(|(a, e)| &s[a..e]);
-                if ip::is_ipv4(parts) {
-                    for &d in &self.ipv4s {
-                        self.emit(w, d, g(3).0..last.1, out);
-                    }
-                }
-            }
-        }
-        // Dates with the month's name: the year is the last group.
-        if !self.dobs.is_empty() && len(0) == 4 && (n == 1 || sep(0) == b" ") {
-            // The month's name and the day take at most 24 bytes before the year.
-            let far = last.0.saturating_sub(24 + self.p.dob_within);
-            if self.keyword_in(s, far, last.0) {
-                if let Some(a) = date::named_before_year(s, last.0..last.1) {
-                    self.dob(w, a..last.1, out);
-                }
-            }
-        }
-        phone_found
-    }
-
-    /// Returns whether a phone number was found.
-    fn nanp(&self, w: &Window<'_>, ring: &[Group; 8], n: usize, out: &mut Vec<Hit>) -> bool {
-        let s = w.bytes;
-        let g = |back: usize| ring[(n - 1 - back) % 8];
-        let between = |back: usize| &s[g(back + 1).1..g(back).0];
-        let area = g(2);
-        let paren = area.0 > 0 && s[area.0 - 1] == b'(';
-        let s1_ok = match between(1) {
-            b"-" | b"." | b" " => !paren,
-            b") " | b")" => paren,
-            _ => false,
-        };
-        if !s1_ok || !matches!(between(0), b"-" | b"." | b" ") {
-            return false;
-        }
-        let mut start = if paren { area.0 - 1 } else { area.0 };
-        let mut lead = false;
-        if n >= 4 {
-            // A country code 1 (or +1) written before the area code.
-            let c = g(3);
-            let joins = match between(2) {
-                b" " | b"-" | b"." => !paren,
-                b" (" | b"(" => paren,
-                _ => false,
-            };
-            if &s[c.0..c.1] == b"1" && joins && (n == 4 || between(3) == b" ") {
-                start = c.0;
-                if before(s, start) == Some(b'+') {
-                    start -= 1;
-                }
-                lead = true;
-            }
-        }
-        if !lead && n == 3 && before(s, start).is_some_and(|b| is_word(b) || b == b'.') {
-            return false;
-        }
-        let r = start..g(0).1;
-        let Ok(text) = std::str::from_utf8(&s[r.clone()]) else {
-            return false;
-        };
-        let mut found = false;
-        for &(d, region) in &self.phones {
-            if phone::valid(text, region) {
-                self.emit(w, d, r.clone(), out);
-                found = true;
-            }
-        }
-        found
-    }
-
-    /// A number written `+<country> ...`: the longest run of its first groups that is valid.
-    fn international(&self, w: &Window<'_>, plus: usize, groups: &[Group], out: &mut Vec<Hit>) {
-        let s = w.bytes;
-        if self.phones.is_empty() || before(s, plus).is_some_and(is_word) {
-            return;
-        }
-        let mut total = 0;
-        let mut ends = [(0usize, 0usize); 16];
-        let mut m = 0;
-        for &(a, e) in groups {
-            total += e - a;
-            if total > 15 {
-                break;
-            }
-            ends[m] = (e, total);
-            m += 1;
-        }
-        for &(e, total) in ends[..m].iter().rev() {
-            if total < 8 {
-                break;
-            }
-            if s.get(e).copied().is_some_and(is_word) {
-                continue;
-            }
-            let Ok(text) = std::str::from_utf8(&s[plus..e]) else {
-                return;
-            };
-            let mut found = false;
-            for &(d, region) in &self.phones {
-                if phone::valid(text, region) {
-                    self.emit(w, d, plus..e, out);
-                    found = true;
-                }
-            }
-            if found {
-                return;
-            }
-        }
-    }
-
-    /// A date at `r` is a date of birth if a keyword ends at most `within` bytes before it.
-    fn dob(&self, w: &Window<'_>, r: Range<usize>, out: &mut Vec<Hit>) {
-        for &(d, within) in &self.dobs {
-            if self.keyword_in(w.bytes, r.start.saturating_sub(within), r.start) {
-                self.emit(w, d, r.clone(), out);
-            }
-        }
-    }
-
-    /// An IBAN whose two-letter country code starts at `a` (its check digits follow).
-    fn iban(&self, w: &Window<'_>, a: usize, out: &mut Vec<Hit>) {
-        let s = w.bytes;
-        if !(s[a].is_ascii_uppercase() && s[a + 1].is_ascii_uppercase())
-            || before(s, a).is_some_and(|b| b.is_ascii_alphanumeric())
-        {
-            return;
-        }
-        let Some(want) = iban::length_of(&s[a..a + 2]) else {
-            return;
-        };
-        let mut compact = [0u8; 34];
-        let mut n = 0;
-        let mut e = a;
-        while n < want && e < s.len() {
-            let b = s[e];
-            if b.is_ascii_uppercase() || b.is_ascii_digit() {
-                compact[n] = b;
-                n += 1;
-                e += 1;
-            } else if b == b' '
-                && n > 0
-                && s.get(e + 1)
-                    .is_some_and(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-            {
-                e += 1;
-            } else {
-                break;
-            }
-        }
-        if n != want || s.get(e).copied().is_some_and(|b| b.is_ascii_alphanumeric()) {
-            return;
-        }
-        if iban::is_iban(&compact[..n]) {
-            for &d in &self.ibans {
-                self.emit(w, d, a..e, out);
-            }
-        }
-    }
-
-    /// `key=value`, `key: value` or `"key": "value"` around the `=` or `:` at `i`.
-    fn key_value(&self, w: &Window<'_>, i: usize, misses: &mut KeyMisses, out: &mut Vec<Hit>) {
-        let s = w.bytes;
-        let b = s[i];
-        let next = s.get(i + 1).copied();
-        let prev = before(s, i);
-        if next == Some(b'=')
-            || (b == b':' && matches!(next, Some(b':') | Some(b'/')))
-            || (b == b'=' && matches!(prev, Some(b'=' | b'!' | b'<' | b'>')))
-            || (b == b':' && prev == Some(b':'))
-        {
-            return;
-        }
-        // The key: an identifier just before, perhaps quoted, perhaps with a space.
-        let mut k_end = i;
-        while k_end > 0 && i - k_end < 2 && s[k_end - 1] == b' ' {
-            k_end -= 1;
-        }
-        if k_end > 0 && matches!(s[k_end - 1], b'"' | b'\'') {
-            k_end -= 1;
-        }
-        let key_char = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.');
-        let mut k = k_end;
-        while k > 0 && k_end - k <= 64 && key_char(s[k - 1]) {
-            k -= 1;
-        }
-        // Keys are identifiers: a timestamp's "10:" or a ratio's "3=" is none.
-        if k == k_end || k_end - k > 64 || !(s[k].is_ascii_alphabetic() || s[k] == b'_') {
-            return;
-        }
-        if misses.known_miss(&s[k..k_end]) {
-            return;
-        }
-        let key = crate::names::FieldName::new(&s[k..k_end]);
-        let kv_hit = |d: &usize| match &self.p.detectors[*d].kind {
-            Kind::KvFields { keys } => keys.matches_name(&key),
-            Kind::Secret {
-                password_keys,
-                keys,
-                ..
-            } => password_keys.matches_name(&key) || keys.matches_name(&key),
-            _ => false,
-        };
-        if !self.kvs.iter().any(kv_hit) && !self.secrets.iter().any(kv_hit) {
-            misses.remember(&s[k..k_end]);
-            return;
-        }
-        // The value: quoted up to its closing quote, else up to a delimiter.
-        let mut v = i + 1;
-        while v < s.len() && v - i <= 4 && s[v] == b' ' {
-            v += 1;
-        }
-        let Some(value) = value_at(s, v) else {
-            return;
-        };
-        for &d in &self.kvs {
-            if let Kind::KvFields { keys } = &self.p.detectors[d].kind {
-                if keys.matches_name(&key) {
-                    self.emit(w, d, value.clone(), out);
-                }
-            }
-        }
-        for &d in &self.secrets {
-            let Kind::Secret {
-                password_keys,
-                keys,
-                min_len,
-                min_entropy,
-            } = &self.p.detectors[d].kind
-            else {
-                continue;
-            };
-            let val = &s[value.clone()];
-            if password_keys.matches_name(&key) {
-                if val.len() >= 4 && !secret::is_placeholder(val) {
-                    self.emit(w, d, value.clone(), out);
-                }
-            } else if keys.matches_name(&key) {
-                // `Authorization: Bearer <token>`: the token is the secret.
-                let mut r = value.clone();
-                let scheme = [&b"bearer"[..], b"basic", b"token", b"digest"]
-                    .iter()
-                    .any(|x| val.eq_ignore_ascii_case(x));
-                if scheme && s.get(value.end) == Some(&b' ') {
-                    match value_at(s, value.end + 1) {
-                        Some(t) => r = t,
-                        None => continue,
-                    }
-                }
-                if secret::looks_random(&s[r.clone()], *min_len, *min_entropy) {
-                    self.emit(w, d, r, out);
-                }
-            }
-        }
-    }
-}
-
-/// Most bytes of a value after a key.
-const MAX_VALUE: usize = 1024;
-
-/// The value starting at `v`: inside quotes if quoted, else up to a delimiter.
-fn value_at(s: &[u8], v: usize) -> Option<Range<usize>> {
-    let q = *s.get(v)?;
-    if q == b'{' || q == b'[' {
-        // A nested object or list is a structure, not a value (the JSON pass reads those).
-        return None;
-    }
-    if q == b'"' || q == b'\'' {
-        let mut e = v + 1;
-        while e < s.len() && e - v <= MAX_VALUE {
-            match s[e] {
-                b'\\' => e += 2,
-                c if c == q => return (e > v + 1).then_some(v + 1..e),
-                b'\n' => return None,
-                _ => e += 1,
-            }
-        }
-        return None;
-    }
-    let mut e = v;
-    while e < s.len()
-        && e - v < MAX_VALUE
-        && !s[e].is_ascii_whitespace()
-        && !b",;&\"'}])<>".contains(&s[e])
-    {
-        e += 1;
-    }
-    (e > v).then_some(v..e)
-}
-
-fn ssn_groups(s: &[u8], g: [Group; 3]) -> bool {
-    let [a, b, c] = g.map(|(x, y)| &s[x..y]);
-    detect::ssn::is_ssn(a, b, c)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn has_trigger(x: u64) -> bool {
-        lanes_between(x, 0x2f, 0x41) != 0
-    }
-
-    #[test]
-    fn the_swar_test_is_exact() {
-        for b in 0u8..=255 {
-            let want = (0x30..=0x40).contains(&b);
-            for lane in 0..8 {
-                let mut bytes = [b'a'; 8];
-                bytes[lane] = b;
-                assert_eq!(
-                    has_trigger(u64::from_le_bytes(bytes)),
-                    want,
-                    "byte {b:#x} lane {lane}"
-                );
-            }
-        }
-        assert!(!has_trigger(u64::from_le_bytes(*b"abcdefgh")));
-        assert!(!has_trigger(u64::from_le_bytes([0xff; 8])));
-    }
-
-    #[test]
-    fn run_starts_are_local() {
-        let s = b"a 12-34 5 (212) 555";
-        let starts: Vec<usize> = (0..s.len())
-            .filter(|&i| s[i].is_ascii_digit() && run_start(s, i))
-            .collect();
-        assert_eq!(starts, vec![2]);
-    }
-}
+mod tests;

@@ -11,6 +11,51 @@ fn b64url(b: u8) -> bool {
 
 /// The token starting at `at` (where `eyJ`, the base64 of `{"`, is), if it is one.
 pub fn token_at(s: &[u8], at: usize) -> Option<Range<usize>> {
+    token_at_with(s, at, &mut Headers::default())
+}
+
+/// Headers met lately and whether each is a JWT header. The tokens of one log or export share
+/// a handful of headers (`{"alg":"HS256","typ":"JWT"}`), and decoding one and reading it as JSON
+/// costs more than the rest of the check.
+#[derive(Debug, Default)]
+pub struct Headers {
+    seen: Vec<(Box<[u8]>, bool)>,
+    next: usize,
+}
+
+/// Headers remembered, and the longest remembered.
+const KEPT: usize = 4;
+const KEPT_LEN: usize = 256;
+
+impl Headers {
+    fn valid(&mut self, h: &[u8]) -> bool {
+        if let Some((_, ok)) = self.seen.iter().find(|(k, _)| **k == *h) {
+            return *ok;
+        }
+        let ok = header_valid(h);
+        if h.len() <= KEPT_LEN {
+            let e = (h.into(), ok);
+            if self.seen.len() < KEPT {
+                self.seen.push(e);
+            } else {
+                self.seen[self.next] = e;
+                self.next = (self.next + 1) % KEPT;
+            }
+        }
+        ok
+    }
+}
+
+/// Whether the base64url text `h` decodes to a JSON object naming its algorithm.
+fn header_valid(h: &[u8]) -> bool {
+    let Ok(header) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(h) else {
+        return false;
+    };
+    serde_json::from_slice::<serde_json::Value>(&header).is_ok_and(|v| v.get("alg").is_some())
+}
+
+/// [`token_at`], remembering headers in `headers`.
+pub fn token_at_with(s: &[u8], at: usize, headers: &mut Headers) -> Option<Range<usize>> {
     if at > 0 && (b64url(s[at - 1]) || s[at - 1] == b'.') {
         return None;
     }
@@ -34,12 +79,7 @@ pub fn token_at(s: &[u8], at: usize) -> Option<Range<usize>> {
     if e < s.len() && (b64url(s[e]) || s[e] == b'.') {
         return None;
     }
-    let header = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(&s[at..dots[0]])
-        .ok()?;
-    let v: serde_json::Value = serde_json::from_slice(&header).ok()?;
-    v.get("alg")?;
-    Some(at..e)
+    headers.valid(&s[at..dots[0]]).then_some(at..e)
 }
 
 #[cfg(test)]
@@ -57,5 +97,21 @@ mod tests {
         assert_eq!(token_at(t.as_bytes(), p), None);
         assert_eq!(token_at(b"eyJub3QiOiJqd3QifQ.eyJ4IjoxfQ.sig", 0), None);
         assert_eq!(token_at(b"eyJhbGciOi", 0), None);
+        // Remembered headers give the answers they gave the first time.
+        let mut h = Headers::default();
+        let doc =
+            format!("{t} eyJub3QiOiJqd3QifQ.eyJ4IjoxfQ.sig {t} eyJub3QiOiJqd3QifQ.eyJ4IjoxfQ.sig");
+        let b = doc.as_bytes();
+        let found: Vec<bool> = (0..b.len())
+            .filter(|&i| b[i..].starts_with(b"eyJ"))
+            .map(|i| token_at_with(b, i, &mut h) == token_at(b, i))
+            .collect();
+        assert!(found.len() > 4 && found.iter().all(|&x| x));
+        for k in 0..10 {
+            let other = format!("{{\"alg\":\"x{k}\"}}");
+            let enc = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(other);
+            assert!(h.valid(enc.as_bytes()));
+            assert!(!h.valid(b"eyJub3QiOiJqd3QifQ"));
+        }
     }
 }

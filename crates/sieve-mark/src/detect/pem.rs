@@ -23,12 +23,19 @@ pub fn block_at(s: &[u8], at: usize, labels: &[Vec<u8>]) -> Option<Range<usize>>
     {
         return None;
     }
-    let mut end_line = b"-----END ".to_vec();
-    end_line.extend_from_slice(label);
-    end_line.extend_from_slice(b"-----");
-    let e = memchr::memmem::find(rest, &end_line)?;
-    Some(at..at + BEGIN.len() + e + end_line.len())
+    // The first `-----END <label>-----`: each `-----END ` in turn (one searcher built once; a
+    // block's body holds no `-`, so the first is nearly always the one), then its label.
+    static END: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(END_MARK));
+    let tail = |e: usize| rest[e + END_MARK.len()..].strip_prefix(label);
+    let e = END
+        .find_iter(rest)
+        .find(|&e| tail(e).is_some_and(|t| t.starts_with(b"-----")))?;
+    Some(at..at + BEGIN.len() + e + END_MARK.len() + label.len() + 5)
 }
+
+/// What every end line starts with.
+const END_MARK: &[u8] = b"-----END ";
 
 #[cfg(test)]
 mod tests {
@@ -43,5 +50,11 @@ mod tests {
         assert_eq!(block_at(pubkey, 0, &labels), None);
         let open = b"-----BEGIN CERTIFICATE-----\nMII\n";
         assert_eq!(block_at(open, 0, &labels), None);
+        // Another block's end line, or a longer label's, is passed by.
+        let mixed = b"-----BEGIN CERTIFICATE-----\nMII\n-----END OTHER-----\n\
+                      -----END CERTIFICATEX-----\n-----END CERTIFICATE-----\n";
+        assert_eq!(block_at(mixed, 0, &labels), Some(0..mixed.len() - 1));
+        let cut = b"-----BEGIN CERTIFICATE-----\nMII\n-----END CERTIFICATE----";
+        assert_eq!(block_at(cut, 0, &labels), None);
     }
 }

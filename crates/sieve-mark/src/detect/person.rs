@@ -8,6 +8,46 @@ pub const TITLES: &[&str] = &[
     "Mx. ", "Dear ", "Sir ", "Madam ",
 ];
 
+/// The titles without their space and dot, as a name's first word is compared with them.
+const TITLE_WORDS: [&[u8]; 15] = [
+    b"Mr", b"Mrs", b"Ms", b"Dr", b"Prof", b"Mr", b"Mrs", b"Ms", b"Dr", b"Prof", b"Miss", b"Mx",
+    b"Dear", b"Sir", b"Madam",
+];
+
+/// Each title as the low bytes of a little-endian word and a mask of them (every title is at
+/// most eight bytes).
+const TITLE_WORDS64: [(u64, u64); 15] = {
+    let mut out = [(0u64, 0u64); 15];
+    let mut i = 0;
+    while i < TITLES.len() {
+        let t = TITLES[i].as_bytes();
+        assert!(t.len() <= 8);
+        let mut k = 0;
+        while k < t.len() {
+            out[i].0 |= (t[k] as u64) << (8 * k);
+            out[i].1 |= 0xff << (8 * k);
+            k += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+/// The length of the first title in [`TITLES`] that `s` holds at `at`: eight bytes loaded once
+/// and compared with each title under its mask.
+#[inline]
+pub fn title_at(s: &[u8], at: usize) -> Option<usize> {
+    let mut b = [0u8; 8];
+    let have = s.len().saturating_sub(at).min(8);
+    b[..have].copy_from_slice(&s[at..at + have]);
+    let x = u64::from_le_bytes(b);
+    TITLE_WORDS64
+        .iter()
+        .zip(TITLES)
+        .find(|((v, m), t)| x & m == *v && t.len() <= have)
+        .map(|(_, t)| t.len())
+}
+
 fn cap_word_end(s: &[u8], i: usize) -> Option<usize> {
     if i >= s.len() || !s[i].is_ascii_uppercase() {
         return None;
@@ -32,10 +72,7 @@ pub fn name_after(s: &[u8], title_start: usize, at: usize) -> Option<std::ops::R
     let mut e = cap_word_end(s, at)?;
     // "Dear Mr. Smith": the title after "Dear" is not the name; the one after it is.
     let word = s[at..e].strip_suffix(b".").unwrap_or(&s[at..e]);
-    if TITLES
-        .iter()
-        .any(|t| t.trim_end().trim_end_matches('.').as_bytes() == word)
-    {
+    if TITLE_WORDS.contains(&word) {
         return None;
     }
     for _ in 0..2 {
@@ -56,6 +93,21 @@ pub fn name_after(s: &[u8], title_start: usize, at: usize) -> Option<std::ops::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn title_words_and_words_are_the_titles() {
+        for (t, w) in TITLES.iter().zip(TITLE_WORDS) {
+            assert_eq!(t.trim_end().trim_end_matches('.').as_bytes(), w);
+        }
+        let s = b"Dear Mrs. Mr Ms.Miss Madam Madame Pro Prof. Sir";
+        for at in 0..=s.len() {
+            let want = TITLES
+                .iter()
+                .find(|t| s[at..].starts_with(t.as_bytes()))
+                .map(|t| t.len());
+            assert_eq!(title_at(s, at), want, "at {at}");
+        }
+    }
 
     #[test]
     fn names_after_titles() {

@@ -39,26 +39,69 @@ pub fn classes(v: &[u8]) -> usize {
 
 /// Values that stand for no secret: placeholders, masks, booleans and empties.
 pub fn is_placeholder(v: &[u8]) -> bool {
-    let lower = v.to_ascii_lowercase();
+    const WORDS: [&[u8]; 9] = [
+        b"null",
+        b"none",
+        b"true",
+        b"false",
+        b"undefined",
+        b"<redacted>",
+        b"redacted",
+        b"[redacted]",
+        b"changeme",
+    ];
     v.iter()
         .all(|&b| b == b'*' || b == b'x' || b == b'X' || b == b'.' || b == b'#')
-        || [
-            &b"null"[..],
-            b"none",
-            b"true",
-            b"false",
-            b"undefined",
-            b"<redacted>",
-            b"redacted",
-            b"[redacted]",
-            b"changeme",
-        ]
-        .contains(&lower.as_slice())
-        || (lower.starts_with(b"${") && lower.ends_with(b"}"))
+        || WORDS.iter().any(|w| v.eq_ignore_ascii_case(w))
+        || (v.starts_with(b"${") && v.ends_with(b"}"))
 }
 
-/// Whether a value after a non-password key is secret-like.
+/// Whether a value after a non-password key is secret-like: at least `min_len` bytes, letters
+/// and digits, no space, no placeholder, and at least `min_entropy` bits per byte.
+///
+/// A log repeats such values on many lines (session ids, bearer tokens), so the entropy is
+/// bounded before it is computed: it is at most `log2` of the number of distinct bytes, and at
+/// least the collision entropy `-log2(sum p^2)`, both known after one counting pass. Only a value
+/// whose bounds straddle the threshold (by more than rounding could blur) pays for [`entropy`]
+/// itself, so the answer is the one [`entropy`] gives.
 pub fn looks_random(v: &[u8], min_len: usize, min_entropy: f64) -> bool {
+    if v.len() < min_len || v.is_empty() {
+        return false;
+    }
+    if v.len() > usize::from(u16::MAX) {
+        // Counts of one byte could overflow the table below; values are never that long.
+        return looks_random_by_definition(v, min_len, min_entropy);
+    }
+    let mut counts = [0u16; 256];
+    let (mut digit, mut alpha, mut space) = (false, false, false);
+    let (mut distinct, mut squares) = (0u32, 0u64);
+    for &b in v {
+        digit |= b.is_ascii_digit();
+        alpha |= b.is_ascii_alphabetic();
+        space |= b == b' ';
+        let c = &mut counts[usize::from(b)];
+        distinct += u32::from(*c == 0);
+        // (c + 1)^2 - c^2: the sum of squared counts, kept as the counts grow.
+        squares += 2 * u64::from(*c) + 1;
+        *c += 1;
+    }
+    if !digit || !alpha || space || is_placeholder(v) {
+        return false;
+    }
+    // Far more than the rounding of either bound or of `entropy`.
+    const SLACK: f64 = 1e-9;
+    let n = v.len() as f64;
+    if f64::from(distinct).log2() < min_entropy - SLACK {
+        return false;
+    }
+    if 2.0 * n.log2() - (squares as f64).log2() >= min_entropy + SLACK {
+        return true;
+    }
+    entropy(v) >= min_entropy
+}
+
+/// [`looks_random`] by its definition: the checks in turn and the entropy computed in full.
+pub(crate) fn looks_random_by_definition(v: &[u8], min_len: usize, min_entropy: f64) -> bool {
     v.len() >= min_len
         && v.iter().any(u8::is_ascii_digit)
         && v.iter().any(u8::is_ascii_alphabetic)
@@ -70,6 +113,49 @@ pub fn looks_random(v: &[u8], min_len: usize, min_entropy: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// The bounded test answers as the definition does, near the threshold too.
+        #[test]
+        fn bounds_give_the_answer_of_the_definition(
+            v in prop::collection::vec(
+                prop_oneof![
+                    prop::sample::select(b"aA0 x*.${}#_-/+=".to_vec()),
+                    0u8..128,
+                    any::<u8>(),
+                ],
+                0..80,
+            ),
+            min_len in 0usize..12,
+            min_entropy in prop_oneof![Just(3.0f64), Just(2.0), Just(0.0), 0.0f64..6.5],
+        ) {
+            prop_assert_eq!(
+                looks_random(&v, min_len, min_entropy),
+                looks_random_by_definition(&v, min_len, min_entropy)
+            );
+        }
+    }
+
+    #[test]
+    fn values_at_the_threshold() {
+        // Eight distinct bytes once each: exactly 3 bits per byte.
+        for v in [
+            &b"abcd1234"[..],
+            b"aabbccdd11223344",
+            b"abcdefg1",
+            b"abcdefg12",
+        ] {
+            for t in [2.999_999_999, 3.0, 3.000_000_001] {
+                assert_eq!(looks_random(v, 8, t), looks_random_by_definition(v, 8, t));
+            }
+        }
+        assert!(looks_random(b"abcd1234", 8, 3.0) && !looks_random(b"abcd1234", 8, 3.0001));
+        let long = [b'a', b'1'].repeat(600);
+        assert!(!looks_random(&long, 8, 1.5) && looks_random(&long, 8, 1.0));
+    }
 
     #[test]
     fn random_values_pass_and_words_do_not() {
