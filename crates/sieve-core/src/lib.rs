@@ -19,6 +19,9 @@
 //! | — (the thesis sent the cleartext unprotected) | [`mac`]: which MAC, negotiated by measured speed |
 //! | — (the thesis always sieved) | [`cost`]: `--mode auto`, sieve or secure-only by predicted time |
 
+// Pure functions of bytes need no unsafe code; the compiler keeps it so.
+#![forbid(unsafe_code)]
+
 // Lists holding a single byte range are normal here (one classified span), not a mistaken
 // `vec![0..n]` meant as a list of indices.
 #![allow(clippy::single_range_in_vec_init)]
