@@ -37,7 +37,8 @@ pub(crate) fn write(out: &Path) -> Result<()> {
         .iter()
         .find_map(|f| std::fs::read(out.join(&f.name).join("machine.json")).ok())
         .and_then(|b| serde_json::from_slice::<Machine>(&b).ok());
-    let text = render(&folders, machine.as_ref())?;
+    let mut text = render(&folders, machine.as_ref())?;
+    text.push_str(&stale_section(&stale_folders(out)?));
     std::fs::write(out.join("README.md"), text).context("cannot write README.md")
 }
 
@@ -83,6 +84,38 @@ fn read_folders(out: &Path) -> Result<Vec<Folder>> {
         });
     }
     Ok(folders)
+}
+
+/// Folders with a report but no `report.json`: written by an earlier version of the laboratory,
+/// before reports carried their findings. They are listed, not summarised: their figures come
+/// from older code and their prose was not generated from their data.
+fn stale_folders(out: &Path) -> Result<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(out)
+        .with_context(|| format!("cannot read {}", out.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("report.md").is_file() && !e.path().join("report.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort_by_key(|n| sort_key(n));
+    Ok(names)
+}
+
+/// The closing section that names the folders [`stale_folders`] found (empty when none).
+fn stale_section(names: &[String]) -> String {
+    if names.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = names
+        .iter()
+        .map(|n| format!("[{n}]({n}/report.md)"))
+        .collect();
+    format!(
+        "\n## Not re-run with the current code\n\nThese folders were written by an earlier \
+         version of the laboratory and of the sieve; they are not counted above, and their \
+         reports were not generated from their data by the rules above. `sieve lab run all` \
+         replaces them: {}.\n",
+        list.join(", ")
+    )
 }
 
 /// Thesis order: F5.2 before F5.10, then the tables, the queueing studies and our own.
@@ -195,6 +228,27 @@ fn describe(f: &Finding) -> String {
         "{} ({}, {}): the sieve {verb} secure-only, {how} over {} rounds{coverage}",
         f.experiment, f.point, f.metric, f.rounds
     )
+}
+
+#[cfg(test)]
+mod stale_tests {
+    use super::*;
+
+    #[test]
+    fn folders_without_findings_are_listed_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join("F5.1");
+        std::fs::create_dir(&old).unwrap();
+        std::fs::write(old.join("report.md"), "# F5.1: old").unwrap();
+        let new = dir.path().join("NOAES");
+        std::fs::create_dir(&new).unwrap();
+        std::fs::write(new.join("report.md"), "# NOAES: new").unwrap();
+        std::fs::write(new.join("report.json"), "{}").unwrap();
+        assert_eq!(stale_folders(dir.path()).unwrap(), vec!["F5.1".to_string()]);
+        let text = stale_section(&["F5.1".to_string()]);
+        assert!(text.contains("[F5.1](F5.1/report.md)"), "{text}");
+        assert!(stale_section(&[]).is_empty());
+    }
 }
 
 #[cfg(test)]
