@@ -92,8 +92,9 @@ pub struct Args {
     /// skipped, and each skip is reported.
     #[arg(long, short = 'r')]
     pub recursive: bool,
-    /// Refuse to send a document that has no classified byte in sieve mode (it would travel
-    /// entirely in the clear); without it such documents are sent with a warning.
+    /// Refuse to send a document that has no classified byte (the sieve would send it entirely
+    /// in the clear), in sieve mode and in auto mode whatever it chooses; without it such
+    /// documents are sent with a warning when they go through the sieve.
     #[arg(long)]
     pub require_classified: bool,
     /// Send the files that can be sent when some cannot (badly marked, unreadable, a missing

@@ -88,8 +88,9 @@ pub struct SendConfig {
     pub mmap: bool,
     /// Whether mapped cleartext goes to the plain sockets by `sendfile(2)`.
     pub sendfile: Sendfile,
-    /// In sieve mode, refuse documents that have no classified byte (they would travel entirely
-    /// in the clear) instead of only warning about them.
+    /// In sieve and auto modes, refuse documents that have no classified byte (the sieve would
+    /// send them entirely in the clear) instead of only warning about them; in auto mode
+    /// whatever it would choose, so that the refusal does not depend on the machine.
     pub require_classified: bool,
     /// INSECURE, laboratory only: open the secure channels with a thesis TLS 1.2 suite through
     /// OpenSSL instead of `tls` (feature `insecure-thesis-suites`; see `legacy_tls.rs`).
@@ -546,6 +547,32 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         }
     }
     let sieve_time = t_sieve.elapsed();
+    // Checked on the documents as sieved, before `auto` chooses: whether such a file is refused
+    // must not depend on this machine's speeds.
+    let bare: Vec<&str> = sources
+        .iter()
+        .filter(|s| s.unclassified())
+        .map(|s| s.name.as_str())
+        .collect();
+    if cfg.require_classified && !bare.is_empty() {
+        const SHOWN: usize = 20;
+        let mut list = bare
+            .iter()
+            .take(SHOWN)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if bare.len() > SHOWN {
+            list.push_str(&format!(" and {} more", bare.len() - SHOWN));
+        }
+        bail!(
+            "{} document{} no classified byte and would travel entirely in the clear \
+             (--require-classified): {list}. Mark the classified parts, give their ranges, or \
+             send with --mode secure-only",
+            bare.len(),
+            if bare.len() == 1 { " has" } else { "s have" },
+        );
+    }
     let (mode, decision) = match cfg.mode {
         SendMode::Fixed(m) => (m, None),
         SendMode::Auto => {
@@ -566,26 +593,6 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         decision,
         _leases: leases,
     };
-    let bare = prepared.unclassified();
-    if cfg.require_classified && !bare.is_empty() {
-        const SHOWN: usize = 20;
-        let mut list = bare
-            .iter()
-            .take(SHOWN)
-            .copied()
-            .collect::<Vec<_>>()
-            .join(", ");
-        if bare.len() > SHOWN {
-            list.push_str(&format!(" and {} more", bare.len() - SHOWN));
-        }
-        bail!(
-            "{} document{} no classified byte and would travel entirely in the clear \
-             (--require-classified): {list}. Mark the classified parts, give their ranges, or \
-             send with --mode secure-only",
-            bare.len(),
-            if bare.len() == 1 { " has" } else { "s have" },
-        );
-    }
     Ok(prepared)
 }
 
@@ -875,7 +882,10 @@ pub async fn send_prepared(
         ..Default::default()
     };
     report.processing_ms = ms(processing_time);
-    if let (Classify::Policy(run), false) = (&cfg.classify, secure_only) {
+    // The policy ran unless secure-only was asked for (`auto` runs it, whatever it chooses).
+    if let (Classify::Policy(run), false) =
+        (&cfg.classify, cfg.mode == SendMode::Fixed(Mode::SecureOnly))
+    {
         report.detections = Some(run.counts());
     }
     report.response_ms =
