@@ -152,16 +152,16 @@ after() { python3 -c "import json; c=json.load(open('last.json')).get('compressi
 for r in $(seq 1 "$ROUNDS"); do
   record secure-only "$r" "$(on_link bash -c "$(declare -f sieve_send); S=$S; sieve_send $HOST:17443 doc.txt --mode secure-only")"
   for policy in off auto accent zstd:1 zstd:3 zstd:9 zstd:19; do
-    ms=$(on_link bash -c "$(declare -f sieve_send); S=$S; sieve_send $HOST:17443 doc.txt --compress $policy")
+    ms=$(on_link bash -c "$(declare -f sieve_send); S=$S; sieve_send $HOST:17443 doc.txt --mode sieve --compress $policy")
     record "sieve $policy" "$r" "$ms" "$(after)"
   done
-  ms=$(on_link bash -c "$(declare -f sieve_send); S=$S; sieve_send $HOST:17443 doc.txt --compress auto --compress-classified")
+  ms=$(on_link bash -c "$(declare -f sieve_send); S=$S; sieve_send $HOST:17443 doc.txt --mode sieve --compress auto --compress-classified")
   record "sieve auto classified" "$r" "$ms" "$(after)"
   record "zstd --adapt | socat OPENSSL" "$r" "$(zstd_socat)"
   record "socat TCP" "$r" "$(socat_tcp)"
   # Loopback: auto against off.
   for policy in off auto; do
-    record "loopback sieve $policy" "$r" "$(sieve_send 127.0.0.1:18443 loop.txt --compress $policy)" "$(after)"
+    record "loopback sieve $policy" "$r" "$(sieve_send 127.0.0.1:18443 loop.txt --mode sieve --compress $policy)" "$(after)"
   done
 done
 CLASSIFIED=$(python3 -c "import json; print(sum(b-a for a,b in json.load(open('doc.txt.ranges.json'))['ranges']))")

@@ -131,7 +131,7 @@ pub async fn run(args: &Args) -> Result<()> {
         to,
         server_name: Some("localhost".into()),
         tls: client,
-        mode: Mode::Sieve,
+        mode: Mode::Sieve.into(),
         secure_channels: 1,
         plain_channels: 1,
         split: Split::Dynamic,
@@ -152,7 +152,7 @@ pub async fn run(args: &Args) -> Result<()> {
     for round in 0..args.rounds {
         for (i, mode) in [Mode::SecureOnly, Mode::Sieve].into_iter().enumerate() {
             let cfg = SendConfig {
-                mode,
+                mode: mode.into(),
                 ..base.clone()
             };
             let r = sender::send(

@@ -14,13 +14,16 @@ use sieve_core::marks::MarkConfig;
 use sieve_core::message::Mode;
 use sieve_core::split::Split;
 use sieve_transport::sender::{
-    self, Chunk, Progress, SendConfig, Sendfile, SessionReport, Undelivered,
+    self, Chunk, Progress, SendConfig, SendMode, Sendfile, SessionReport, Undelivered,
 };
 use sieve_transport::source::Classify;
 use sieve_transport::tls::{Cipher, ClientTls};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ModeArg {
+    /// Sieve or secure-only, whichever this machine's measured speeds predict to answer
+    /// sooner for these documents.
+    Auto,
     /// Classified parts over TLS, the rest over plain TCP.
     Sieve,
     /// Everything over TLS: the baseline the sieve is measured against.
@@ -45,8 +48,11 @@ pub struct Args {
     /// Client private key (PEM).
     #[arg(long, requires = "client_cert")]
     pub client_key: Option<PathBuf>,
-    /// sieve: split each document by its marks; secure-only: send every byte over TLS.
-    #[arg(long, value_enum, default_value = "sieve")]
+    /// auto: sieve or secure-only, chosen once the documents are sieved from their size, their
+    /// share of classified bytes and this machine's measured speeds (`sieve calibrate`), the
+    /// choice and its reason in --json as `decision`; sieve: split each document by its marks;
+    /// secure-only: send every byte over TLS.
+    #[arg(long, value_enum, default_value = "auto")]
     pub mode: ModeArg,
     /// Number of TLS channels (1-16).
     #[arg(long, short = 'n', default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=16))]
@@ -86,8 +92,9 @@ pub struct Args {
     /// skipped, and each skip is reported.
     #[arg(long, short = 'r')]
     pub recursive: bool,
-    /// Refuse to send a document that has no classified byte in sieve mode (it would travel
-    /// entirely in the clear); without it such documents are sent with a warning.
+    /// Refuse to send a document that has no classified byte (the sieve would send it entirely
+    /// in the clear), in sieve mode and in auto mode whatever it chooses; without it such
+    /// documents are sent with a warning when they go through the sieve.
     #[arg(long)]
     pub require_classified: bool,
     /// Send the files that can be sent when some cannot (badly marked, unreadable, a missing
@@ -227,8 +234,9 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         server_name: args.server_name.clone(),
         tls,
         mode: match args.mode {
-            ModeArg::Sieve => Mode::Sieve,
-            ModeArg::SecureOnly => Mode::SecureOnly,
+            ModeArg::Auto => SendMode::Auto,
+            ModeArg::Sieve => Mode::Sieve.into(),
+            ModeArg::SecureOnly => Mode::SecureOnly.into(),
         },
         secure_channels: args.secure_channels,
         plain_channels: args.plain_channels,
@@ -507,10 +515,15 @@ pub fn print_report(r: &SessionReport, json: bool) -> Result<()> {
         } else {
             String::new()
         };
+        // Which mode `auto` chose, and why in a few words.
+        let chosen = r
+            .decision
+            .as_ref()
+            .map_or(String::new(), |d| format!("; {}", d.summary()));
         eprintln!(
             "{} of {} documents delivered: {} bytes ({} over TLS, {} in the clear{marks}) in \
              {:.1} ms (connect {:.1}, sieve {:.1}, split {:.1}, transfer {:.1}) over {} TLS + {} \
-             plain channels, {}",
+             plain channels, {}{chosen}",
             r.docs_ok,
             r.docs,
             r.bytes,
@@ -525,6 +538,7 @@ pub fn print_report(r: &SessionReport, json: bool) -> Result<()> {
             r.plain_channels,
             r.cipher
         );
+
         if let Some(c) = r
             .compression
             .as_ref()

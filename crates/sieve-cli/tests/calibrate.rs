@@ -66,10 +66,9 @@ fn masks_are_honoured_and_cached_apart() {
         "without carry-less multiply GMAC is not the fastest: {}",
         masked["macs"]
     );
-    let file: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(cache.path().join("sieve").join("calibration.json")).unwrap(),
-    )
-    .unwrap();
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sieve_transport_cache_file(cache.path())).unwrap())
+            .unwrap();
     let caps: Vec<&serde_json::Value> = file["entries"]
         .as_array()
         .unwrap()
@@ -78,4 +77,15 @@ fn masks_are_honoured_and_cached_apart() {
         .collect();
     assert_eq!(caps.len(), 2, "{file}");
     assert!(caps.contains(&&serde_json::Value::Null) && caps.contains(&&serde_json::json!(NO_AES)));
+}
+
+/// The cache file the binary under test writes beneath `XDG_CACHE_HOME` (a debug build keeps
+/// its own, see `sieve_transport::calibrate::cache_path`).
+fn sieve_transport_cache_file(base: &std::path::Path) -> std::path::PathBuf {
+    let name = if cfg!(debug_assertions) {
+        "calibration-debug.json"
+    } else {
+        "calibration.json"
+    };
+    base.join("sieve").join(name)
 }

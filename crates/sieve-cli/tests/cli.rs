@@ -143,7 +143,9 @@ fn send_json_strip_marks_and_ranges() {
     gen("1MB", "0.1", &doc);
     let o = run(srv
         .send()
-        .args(["--json", "-n", "2", "-m", "3", "--split", "even"])
+        .args([
+            "--json", "--mode", "sieve", "-n", "2", "-m", "3", "--split", "even",
+        ])
         .arg(&doc));
     assert!(o.status.success(), "{}", text(&o.stderr));
     let stdout = text(&o.stdout);
@@ -213,8 +215,7 @@ fn send_json_strip_marks_and_ranges() {
     .unwrap();
     let o = run(srv
         .send()
-        .arg("--json")
-        .arg("--ranges")
+        .args(["--json", "--mode", "sieve", "--ranges"])
         .arg(&ranges)
         .arg(&bin));
     assert!(o.status.success(), "{}", text(&o.stderr));

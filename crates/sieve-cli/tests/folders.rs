@@ -217,7 +217,7 @@ fn ranges_go_beside_each_file_and_one_ranges_file_fits_one_file() {
     .unwrap();
     // Named alongside their files, the ranges files are not documents themselves.
     let o = rig.send(
-        &["--ranges-beside", "--json"],
+        &["--mode", "sieve", "--ranges-beside", "--json"],
         &[x.clone(), y.clone(), src.join("x.bin.ranges.json")],
     );
     ok(&o);
@@ -242,7 +242,11 @@ fn documents_without_a_classified_byte_are_warned_about_or_refused() {
     std::fs::write(&plain, "nothing marked here\n").unwrap();
     let marked = src.join("marked.txt");
     std::fs::write(&marked, "a <$S>b<$E> c\n").unwrap();
-    let o = rig.send(&["--json"], &[plain.clone(), marked.clone()]);
+    // The sieve sends notes.txt in the clear, and says so.
+    let o = rig.send(
+        &["--mode", "sieve", "--json"],
+        &[plain.clone(), marked.clone()],
+    );
     let err = ok(&o);
     assert!(
         err.contains("warning: notes.txt has no classified byte")

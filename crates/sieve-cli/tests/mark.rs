@@ -149,7 +149,9 @@ fn send_with_a_policy_classifies_on_the_fly() {
     let (csv, log) = documents(d.path());
     let o = run(rx
         .send()
-        .args(["--policy", "default", "--json", "-m", "2"])
+        .args([
+            "--mode", "sieve", "--policy", "default", "--json", "-m", "2",
+        ])
         .arg(&csv)
         .arg(&log));
     assert!(o.status.success(), "{}\n{}", text(&o.stderr), rx.log());
@@ -182,7 +184,14 @@ fn send_with_a_policy_classifies_on_the_fly() {
     std::fs::copy(&log, &copy).unwrap();
     let o = run(rx
         .send()
-        .args(["--policy", "default", "--json", "--no-mmap"])
+        .args([
+            "--mode",
+            "sieve",
+            "--policy",
+            "default",
+            "--json",
+            "--no-mmap",
+        ])
         .arg(&copy));
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v2: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();

@@ -319,7 +319,16 @@ fn the_page_sends_with_its_ranges_to_a_receiver() {
     };
     assert_eq!(status["state"], "delivered", "{status}\n{}", rx.log());
     assert_eq!(status["sent"], LETTER.len());
-    assert_eq!(status["report"]["secure_bytes"], summary["classified"]);
+    // The page sends as `sieve send` does by default: in the mode auto chose, the page's
+    // ranges going over TLS if that is the sieve, every byte if secure-only.
+    let report = &status["report"];
+    assert_eq!(report["decision"]["chosen"], report["mode"], "{status}");
+    if report["mode"] == "sieve" {
+        assert_eq!(report["secure_bytes"], summary["classified"]);
+    } else {
+        assert_eq!(report["mode"], "secure-only", "{status}");
+        assert_eq!(report["secure_bytes"], LETTER.len());
+    }
     assert_eq!(
         std::fs::read(inbox.join("letter.txt")).unwrap(),
         LETTER.as_bytes()

@@ -93,6 +93,94 @@ fn every_badly_marked_file_is_reported_with_its_line_and_column() {
     assert_eq!(finals(&out), vec!["good.txt".to_string()]);
 }
 
+/// `--mode auto`, the default, sends in the mode the cost model chose, says which and why (on the
+/// summary line, and in --json as `decision`, whose `chosen` is the `mode` used), and delivers
+/// the document byte for byte, marks included, whichever it chose; `--mode sieve` and
+/// `--mode secure-only` are used as given, with no decision.
+#[test]
+fn auto_mode_reports_its_choice_and_delivers_the_document_intact() {
+    let root = tempfile::tempdir().unwrap();
+    let certs = certs(root.path());
+    let out = root.path().join("out");
+    let srv = Server::start(&certs, &out, None, &[]);
+    // A cache of its own: the first send measures this machine, the others read it.
+    let cache = root.path().join("cache");
+    let send = |args: &[&str], file: &Path| {
+        let o = run(srv
+            .send()
+            .env("XDG_CACHE_HOME", &cache)
+            .args(args)
+            .arg(file));
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        o
+    };
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&o.stdout).expect("one JSON object")
+    };
+
+    for (name, doc) in [
+        ("sparse.txt", sparse(4_000_000)),
+        ("dense.txt", marked(300_000)),
+    ] {
+        let p = write(root.path(), name, &doc);
+        let v = json(&send(&["--mode", "auto", "--json"], &p));
+        let d = &v["decision"];
+        assert_eq!(d["requested"], "auto", "{v}");
+        assert_eq!(d["chosen"], v["mode"], "{v}");
+        let mode = v["mode"].as_str().unwrap();
+        assert!(["sieve", "secure-only"].contains(&mode), "{v}");
+        for m in ["sieve", "secure_only"] {
+            let ms = d["predicted_ms"][m].as_f64().unwrap_or(-1.0);
+            assert!(ms.is_finite() && ms > 0.0, "{m}: {v}");
+        }
+        let reason = d["reason"].as_str().unwrap_or_default();
+        assert!(!reason.is_empty() && !reason.contains('\n'), "{v}");
+        // The mode used is the one reported: secure-only sends nothing in the clear.
+        assert_eq!(
+            v["plain_bytes"].as_u64() == Some(0),
+            mode == "secure-only",
+            "{v}"
+        );
+        assert_eq!(std::fs::read(out.join(name)).unwrap(), doc, "{mode}");
+    }
+
+    // A few marked bytes: the sieve's plain connection alone costs more than sealing them, so
+    // auto sends them secure-only, after having sieved them; they arrive with their marks.
+    let tiny = b"name,<$S>Jane Doe<$E>,42\n<$S>x<$E>\\<$S>y\n".to_vec();
+    let p = write(root.path(), "tiny.txt", &tiny);
+    let o = send(&[], &p);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("1 of 1 documents delivered") && err.contains("auto chose secure-only ("),
+        "the default is auto and the summary says what it chose: {err}"
+    );
+    assert_eq!(std::fs::read(out.join("tiny.txt")).unwrap(), tiny);
+
+    for mode in ["sieve", "secure-only"] {
+        let name = format!("explicit-{mode}.txt");
+        let doc = marked(100_000);
+        let p = write(root.path(), &name, &doc);
+        let v = json(&send(&["--mode", mode, "--json"], &p));
+        assert_eq!(v["mode"], mode, "{v}");
+        assert!(v.get("decision").is_none(), "{v}");
+        assert_eq!(
+            v["plain_bytes"].as_u64() == Some(0),
+            mode == "secure-only",
+            "{v}"
+        );
+        assert_eq!(std::fs::read(out.join(&name)).unwrap(), doc);
+        let o = send(
+            &["--mode", mode],
+            &write(root.path(), &format!("h-{name}"), &doc),
+        );
+        assert!(
+            !text(&o.stderr).contains("auto chose"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+}
+
 /// The summary's figures and --json's add up: response = sieve + processing + split +
 /// transfer, total = connect + response, bytes = secure + plain + marks, and a refused document
 /// is counted in failures, not in the bytes.

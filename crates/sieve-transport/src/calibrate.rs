@@ -257,13 +257,20 @@ pub fn host_for(peer: &std::net::SocketAddr) -> Host {
 }
 
 /// Where the calibration cache lives: `$XDG_CACHE_HOME/sieve/calibration.json`, else
-/// `$HOME/.cache/sieve/calibration.json`; `None` without either.
+/// `$HOME/.cache/sieve/calibration.json`; `None` without either. A build without optimisations
+/// (a debug build, as tests run) measures its own slower code, so it keeps its figures in
+/// `calibration-debug.json`, apart from those a release build decides by.
 pub fn cache_path() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("sieve").join("calibration.json"))
+    let file = if cfg!(debug_assertions) {
+        "calibration-debug.json"
+    } else {
+        "calibration.json"
+    };
+    Some(base.join("sieve").join(file))
 }
 
 /// The cache file: one entry per machine key.

@@ -202,6 +202,20 @@ impl Source {
         })
     }
 
+    /// Send this document secure-only after all (`--mode auto` chose it once the document was
+    /// sieved): every byte over TLS, exactly as secure-only would have prepared it. With marks
+    /// kept that is the file as it is, marks included ([`Classify::All`]); with marks stripped,
+    /// or ranges from a file or a policy, the content as sieved, in one secure segment.
+    pub fn make_secure_only(&mut self) {
+        if self.marks.is_some() {
+            let len = self.watch.len();
+            self.extents = vec![Extent { raw: 0, len }];
+            self.content_starts = vec![0];
+            self.layout = Layout::whole(Kind::Secure, len);
+        }
+        self.set_all_secure();
+    }
+
     /// Treat the whole content as classified (secure-only mode): one secure segment, no marks.
     pub fn set_all_secure(&mut self) {
         let len = self.layout.content_len();
@@ -514,6 +528,54 @@ mod tests {
         let mut plain = vec![0; s.stream_len(Kind::Plain) as usize];
         s.read(Kind::Plain, 0, &mut plain).unwrap();
         assert_eq!(plain, b"abe\\<$S>f");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// `--mode auto` sieves a document, then may send it secure-only after all: what then
+        /// goes over TLS is exactly what an explicit secure-only send prepares (the file as it
+        /// is with marks kept, the content without them with marks stripped), and the receiver
+        /// writes what it would have written.
+        #[test]
+        fn secure_only_after_sieving_is_secure_only(
+            parts in proptest::collection::vec(
+                (proptest::prelude::any::<bool>(), "[a-z\\\\ ]{0,12}"), 0..12),
+            strip in proptest::prelude::any::<bool>(),
+            mmap in proptest::prelude::any::<bool>(),
+        ) {
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join("doc.txt");
+            let mut doc = String::new();
+            for (secret, text) in &parts {
+                // Escape the escape, so that the text never escapes a mark.
+                let text = text.replace('\\', "\\\\");
+                if *secret {
+                    doc.push_str(&format!("<$S>{text}<$E>"));
+                } else {
+                    doc.push_str(&text);
+                }
+            }
+            std::fs::write(&p, &doc).unwrap();
+            let cfg = MarkConfig { strip, ..MarkConfig::default() };
+            let explicit = if strip { Classify::Marks(cfg.clone()) } else { Classify::All };
+            let mut want = Source::prepare(&p, "doc.txt", &explicit, mmap, None).unwrap();
+            want.set_all_secure();
+            let mut got = Source::prepare(&p, "doc.txt", &Classify::Marks(cfg), mmap, None).unwrap();
+            got.make_secure_only();
+            proptest::prop_assert_eq!(&got.layout, &want.layout);
+            proptest::prop_assert_eq!(&got.marks, &want.marks);
+            proptest::prop_assert_eq!(got.output_len(), want.output_len());
+            proptest::prop_assert_eq!(got.stream_len(Kind::Plain), 0);
+            let len = got.stream_len(Kind::Secure) as usize;
+            let (mut a, mut b) = (vec![0; len], vec![0; len]);
+            got.read(Kind::Secure, 0, &mut a).unwrap();
+            want.read(Kind::Secure, 0, &mut b).unwrap();
+            proptest::prop_assert_eq!(&a, &b);
+            if !strip {
+                proptest::prop_assert_eq!(&a, doc.as_bytes());
+            }
+        }
     }
 
     #[test]

@@ -29,6 +29,13 @@ pub enum Cipher {
 impl Cipher {
     pub const ALL: [Cipher; 3] = [Cipher::Aes128Gcm, Cipher::Aes256Gcm, Cipher::Chacha20];
 
+    /// The suite a client configuration asks for first: the one its sessions will use with a
+    /// receiver that accepts it (`None` when it is none of [`Cipher::ALL`]).
+    pub fn of_config(cfg: &ClientConfig) -> Option<Cipher> {
+        let first = cfg.crypto_provider().cipher_suites.first()?.suite();
+        Cipher::ALL.into_iter().find(|c| c.suite().suite() == first)
+    }
+
     fn suite(self) -> SupportedCipherSuite {
         match self {
             Cipher::Aes128Gcm => aws_lc_rs::cipher_suite::TLS13_AES_128_GCM_SHA256,

@@ -37,10 +37,10 @@ use super::SendConfig;
 /// What the sender offers in HELLO: compressed cleartext unless `--compress off` (and only in
 /// sieve mode, where there is cleartext), compressed classified segments with
 /// `--compress-classified`.
-pub(super) fn offer(cfg: &SendConfig) -> CompressFlags {
+pub(super) fn offer(cfg: &SendConfig, mode: Mode) -> CompressFlags {
     let mut f = CompressFlags::NONE;
     if cfg.compress != Compression::Off {
-        if cfg.mode == Mode::Sieve {
+        if mode == Mode::Sieve {
             f = f.union(CompressFlags::PLAIN);
         }
         if cfg.compress_classified {

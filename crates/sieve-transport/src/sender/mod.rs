@@ -43,10 +43,12 @@ mod answers;
 mod channel;
 mod compress;
 mod connect;
+pub mod decide;
 pub mod inputs;
 mod zchannel;
 
 pub use compress::{CompressionReport, LevelCount};
+pub use decide::{DecisionReport, SendMode};
 
 pub use inputs::{Expanded, Input};
 
@@ -67,7 +69,9 @@ pub struct SendConfig {
     /// Name to verify in the receiver's certificate (default: the host of `to`).
     pub server_name: Option<String>,
     pub tls: Arc<rustls::ClientConfig>,
-    pub mode: Mode,
+    /// Sieve, secure-only, or auto: chosen per session once the documents are sieved
+    /// ([`decide`]). The wire only ever carries the mode chosen.
+    pub mode: SendMode,
     pub secure_channels: u8,
     pub plain_channels: u8,
     pub split: Split,
@@ -84,8 +88,9 @@ pub struct SendConfig {
     pub mmap: bool,
     /// Whether mapped cleartext goes to the plain sockets by `sendfile(2)`.
     pub sendfile: Sendfile,
-    /// In sieve mode, refuse documents that have no classified byte (they would travel entirely
-    /// in the clear) instead of only warning about them.
+    /// In sieve and auto modes, refuse documents that have no classified byte (the sieve would
+    /// send them entirely in the clear) instead of only warning about them; in auto mode
+    /// whatever it would choose, so that the refusal does not depend on the machine.
     pub require_classified: bool,
     /// INSECURE, laboratory only: open the secure channels with a thesis TLS 1.2 suite through
     /// OpenSSL instead of `tls` (feature `insecure-thesis-suites`; see `legacy_tls.rs`).
@@ -244,7 +249,11 @@ pub struct DocReport {
 /// One session's measurements (DESIGN.md §7), printed by `--json`.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct SessionReport {
+    /// The mode used (what `auto` chose, when it was asked for).
     pub mode: String,
+    /// What `--mode auto` chose and why; absent when a mode was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<DecisionReport>,
     pub secure_channels: u8,
     pub plain_channels: u8,
     pub split: String,
@@ -395,6 +404,10 @@ pub struct Prepared {
     /// Documents left out (`--skip-invalid`), each with why.
     skipped: Vec<DocReport>,
     sieve_time: std::time::Duration,
+    /// The mode the session uses: the one asked for, or what `auto` chose.
+    mode: Mode,
+    /// Why, when `auto` chose.
+    decision: Option<DecisionReport>,
     /// Keeps the files' read leases answered while they are sent.
     _leases: Option<Leases>,
 }
@@ -428,6 +441,16 @@ impl Prepared {
     pub fn is_empty(&self) -> bool {
         self.sources.is_empty()
     }
+
+    /// The mode the session will use: the one asked for, or what `auto` chose.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// What `auto` chose and why (`None` when a mode was given).
+    pub fn decision(&self) -> Option<&DecisionReport> {
+        self.decision.as_ref()
+    }
 }
 
 /// Phase 1, *sieve*: open every document, take its read lease where possible, and find its
@@ -439,7 +462,8 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         bail!("no files to send");
     }
     inputs::check_unique(&inputs)?;
-    let secure_only = cfg.mode == Mode::SecureOnly;
+    // `auto` sieves the documents as the sieve would, and chooses once it knows them.
+    let secure_only = cfg.mode == SendMode::Fixed(Mode::SecureOnly);
     if let Classify::RangesFile(r) = &cfg.classify {
         if inputs.len() > 1 && !secure_only {
             bail!(
@@ -522,13 +546,14 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             s.set_all_secure();
         }
     }
-    let prepared = Prepared {
-        sources,
-        skipped,
-        sieve_time: t_sieve.elapsed(),
-        _leases: leases,
-    };
-    let bare = prepared.unclassified();
+    let sieve_time = t_sieve.elapsed();
+    // Checked on the documents as sieved, before `auto` chooses: whether such a file is refused
+    // must not depend on this machine's speeds.
+    let bare: Vec<&str> = sources
+        .iter()
+        .filter(|s| s.unclassified())
+        .map(|s| s.name.as_str())
+        .collect();
     if cfg.require_classified && !bare.is_empty() {
         const SHOWN: usize = 20;
         let mut list = bare
@@ -548,8 +573,59 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             if bare.len() == 1 { " has" } else { "s have" },
         );
     }
+    let (mode, decision) = match cfg.mode {
+        SendMode::Fixed(m) => (m, None),
+        SendMode::Auto => {
+            let d = choose_mode(cfg, &sources).await?;
+            if d.mode == Mode::SecureOnly {
+                for s in &mut sources {
+                    s.make_secure_only();
+                }
+            }
+            (d.mode, Some(d))
+        }
+    };
+    let prepared = Prepared {
+        sources,
+        skipped,
+        sieve_time,
+        mode,
+        decision,
+        _leases: leases,
+    };
     Ok(prepared)
 }
+
+/// `--mode auto`'s choice for `sources`, sieved as the sieve sends them: this machine's
+/// calibration (cached; measured in a few milliseconds the first time), the suite `cfg` asks
+/// for, the MAC HELLO offers, where the receiver runs, and no path rate (not known before
+/// connecting).
+async fn choose_mode(cfg: &SendConfig, sources: &[Source]) -> Result<DecisionReport> {
+    let scanned = matches!(cfg.classify, Classify::Marks(_));
+    let docs: Vec<sieve_core::cost::DocShape> = sources
+        .iter()
+        .map(|s| sieve_core::cost::DocShape {
+            bytes: s.layout.content_len(),
+            classified: s.stream_len(Kind::Secure),
+            scanned,
+        })
+        .collect();
+    let host = decide::host_of(&cfg.to).await;
+    let calibration = tokio::task::spawn_blocking(crate::calibrate::Calibration::cached)
+        .await
+        .context("the machine's calibration for --mode auto failed")?;
+    let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
+    Ok(decide::choose(
+        &calibration,
+        (cipher, HELLO_MAC),
+        host,
+        &docs,
+        None,
+    ))
+}
+
+/// The cleartext MAC the sender offers in HELLO.
+const HELLO_MAC: sieve_core::mac::MacAlg = sieve_core::mac::MacAlg::Gmac;
 
 /// Send `files`, each under its base name, in one session: [`prepare`] then [`send_prepared`].
 pub async fn send(
@@ -570,7 +646,8 @@ pub async fn send_prepared(
     progress: Arc<Progress>,
 ) -> Result<SessionReport> {
     let cpu0 = cpu_time(None);
-    let secure_only = cfg.mode == Mode::SecureOnly;
+    let mode = prepared.mode;
+    let secure_only = mode == Mode::SecureOnly;
     let n_secure = cfg.secure_channels.clamp(1, message::MAX_SECURE_CHANNELS);
     let n_plain = if secure_only {
         0
@@ -586,6 +663,8 @@ pub async fn send_prepared(
         sources,
         skipped,
         sieve_time,
+        mode: _,
+        decision,
         _leases: leases,
     } = prepared;
     let docs_leased = sources.iter().filter(|s| s.watch().leased()).count();
@@ -609,15 +688,15 @@ pub async fn send_prepared(
     );
     let hello = Hello {
         version: message::PROTOCOL_VERSION,
-        mode: cfg.mode,
+        mode,
         secure_channels: n_secure,
         plain_channels: n_plain,
         split: cfg.split,
         batch_split: cfg.batch_split,
         chunk_size: chunks[Kind::Plain.index()].max(chunks[Kind::Secure.index()]),
         docs: sources.len() as u32,
-        macs: sieve_core::mac::MacOffer::only(sieve_core::mac::MacAlg::Gmac),
-        compression: compress::offer(cfg),
+        macs: sieve_core::mac::MacOffer::only(HELLO_MAC),
+        compression: compress::offer(cfg, mode),
     };
     let t_connect = Instant::now();
     let Connected {
@@ -641,7 +720,15 @@ pub async fn send_prepared(
         l.watch_sockets(queues.clone());
     }
 
-    let compressor = compressor(cfg, &session, &sources, (n_plain, same_host), kind_queues).await?;
+    let compressor = compressor(
+        cfg,
+        mode,
+        &session,
+        &sources,
+        (n_plain, same_host),
+        kind_queues,
+    )
+    .await?;
 
     // Data frames must fit the receiver's frame limit, whatever chunk size was asked for.
     let frame_room = session
@@ -773,7 +860,8 @@ pub async fn send_prepared(
     }
 
     let mut report = SessionReport {
-        mode: if secure_only { "secure-only" } else { "sieve" }.into(),
+        mode: decide::mode_name(mode).into(),
+        decision,
         secure_channels: n_secure,
         plain_channels: n_plain,
         split: cfg.split.to_string(),
@@ -794,7 +882,10 @@ pub async fn send_prepared(
         ..Default::default()
     };
     report.processing_ms = ms(processing_time);
-    if let (Classify::Policy(run), false) = (&cfg.classify, secure_only) {
+    // The policy ran unless secure-only was asked for (`auto` runs it, whatever it chooses).
+    if let (Classify::Policy(run), false) =
+        (&cfg.classify, cfg.mode == SendMode::Fixed(Mode::SecureOnly))
+    {
         report.detections = Some(run.counts());
     }
     report.response_ms =
@@ -845,12 +936,13 @@ pub async fn send_prepared(
 /// profile, and whether the receiver is on this host (`auto` then stays off).
 async fn compressor(
     cfg: &SendConfig,
+    mode: Mode,
     session: &message::Session,
     sources: &[Source],
     (n_plain, same_host): (u8, bool),
     kind_queues: [Arc<SendQueues>; 2],
 ) -> Result<Option<Arc<compress::Compressor>>> {
-    let offered = compress::offer(cfg);
+    let offered = compress::offer(cfg, mode);
     let accepted = session.compression.intersect(offered);
     if offered == message::CompressFlags::NONE {
         return Ok(None);

@@ -198,7 +198,7 @@ impl TestReceiver {
             to: self.addr.to_string(),
             server_name: Some("localhost".into()),
             tls: self.certs.client(),
-            mode,
+            mode: mode.into(),
             secure_channels: n,
             plain_channels: m,
             split,
