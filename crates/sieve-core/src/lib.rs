@@ -21,7 +21,6 @@
 
 // Pure functions of bytes need no unsafe code; the compiler keeps it so.
 #![forbid(unsafe_code)]
-
 // Lists holding a single byte range are normal here (one classified span), not a mistaken
 // `vec![0..n]` meant as a list of indices.
 #![allow(clippy::single_range_in_vec_init)]
