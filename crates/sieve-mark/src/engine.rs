@@ -16,7 +16,6 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::granularity::MAX_EXPAND;
 use crate::policy::{Format, Policy};
 use crate::scan::{Hit, Scanner, Window};
 use crate::structure::Structure;
@@ -24,10 +23,7 @@ use crate::structure::Structure;
 /// Bytes one thread scans at a time.
 pub const CHUNK: usize = 1 << 20;
 
-/// Context kept on each side of a chunk: more than any finding or expansion reaches (a PEM
-/// block is at most 32 KiB, an expansion at most [`MAX_EXPAND`] from its finding, a regular
-/// expression is looked for up to half of this past its chunk).
-pub const MARGIN: usize = 4 * MAX_EXPAND;
+pub use crate::granularity::MARGIN;
 
 /// Chunks per thread in a batch.
 const CHUNKS_PER_THREAD: usize = 4;

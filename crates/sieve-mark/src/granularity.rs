@@ -11,6 +11,12 @@ use crate::policy::Granularity;
 /// Furthest an expansion reaches from its finding, in bytes.
 pub const MAX_EXPAND: usize = 64 << 10;
 
+/// Context the engine keeps on each side of a chunk: more than any finding or expansion reaches
+/// (a PEM block is at most 32 KiB, an expansion at most [`MAX_EXPAND`] from its finding, a
+/// regular expression is looked for up to half of this past its chunk). Here, beside the
+/// expansion it bounds, so that the scan and the engine both take it from below them.
+pub const MARGIN: usize = 4 * MAX_EXPAND;
+
 /// Furthest a field reaches from its finding.
 const MAX_FIELD: usize = 4 << 10;
 

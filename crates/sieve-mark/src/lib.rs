@@ -42,6 +42,7 @@ pub mod keywords;
 pub mod labelled;
 pub mod marked;
 pub mod names;
+pub mod path;
 pub mod policy;
 pub mod preview;
 pub mod run;

@@ -19,7 +19,7 @@ use thiserror::Error;
 
 use crate::detect::api_key;
 use crate::names::Names;
-use crate::structure::json::PathPattern;
+use crate::path::PathPattern;
 
 /// The built-in policy's source.
 pub const DEFAULT_POLICY: &str = include_str!("../policies/default.toml");

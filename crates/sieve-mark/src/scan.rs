@@ -447,7 +447,7 @@ impl<'p> Scanner<'p> {
             }
         }
         if let Some((set, dets)) = &self.p.regex_set {
-            let hay = &s[own.start..reach(crate::engine::MARGIN / 2)];
+            let hay = &s[own.start..reach(crate::granularity::MARGIN / 2)];
             for k in set.matches(hay).iter() {
                 let d = dets[k];
                 let Kind::Regex { re } = &self.p.detectors[d].kind else {
