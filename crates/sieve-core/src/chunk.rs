@@ -77,22 +77,50 @@ impl Iterator for ChunkScheduler {
 pub enum ReassembleError {
     /// The piece names a document the manifest does not have.
     #[error("piece {piece:?} names a document beyond the {docs} announced")]
-    NoSuchDocument { piece: Piece, docs: usize },
+    NoSuchDocument {
+        /// The refused piece, as its header gave it.
+        piece: Piece,
+        /// Documents the manifest announced; valid indices are `0..docs`.
+        docs: usize,
+    },
     /// The piece reaches past the end of its document's stream.
     #[error("piece {piece:?} does not fit in a stream of {stream_len} bytes")]
-    OutOfRange { piece: Piece, stream_len: u64 },
+    OutOfRange {
+        /// The refused piece, as its header gave it.
+        piece: Piece,
+        /// Length in bytes of that document's stream (not of the document).
+        stream_len: u64,
+    },
     /// The piece's header and its payload disagree on the length.
     #[error("piece {piece:?} came with {got} bytes")]
-    LengthMismatch { piece: Piece, got: usize },
+    LengthMismatch {
+        /// The refused piece, as its header gave it.
+        piece: Piece,
+        /// Payload bytes that actually came with it.
+        got: usize,
+    },
     /// The piece overlaps bytes already placed (a duplicate is an overlap).
     #[error("piece {piece:?} overlaps bytes already received")]
-    Overlap { piece: Piece },
+    Overlap {
+        /// The refused piece, as its header gave it.
+        piece: Piece,
+    },
     /// The stream could not be allocated.
     #[error("cannot allocate {len} bytes for document {doc}'s stream")]
-    TooLarge { doc: usize, len: u64 },
+    TooLarge {
+        /// Index of the document within the batch.
+        doc: usize,
+        /// The stream length the manifest announced, in bytes.
+        len: u64,
+    },
     /// Some bytes have not arrived.
     #[error("{missing} bytes of document {doc}'s stream have not arrived")]
-    Incomplete { doc: usize, missing: u64 },
+    Incomplete {
+        /// Index of the first incomplete document within the batch.
+        doc: usize,
+        /// Bytes of its stream not yet placed.
+        missing: u64,
+    },
 }
 
 /// One document's stream being filled in.

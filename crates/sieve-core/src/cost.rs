@@ -125,6 +125,7 @@ pub struct Predicted {
 pub struct Decision {
     /// Sieve or secure-only.
     pub mode: Mode,
+    /// Both predicted times, so a report can show how close the call was.
     pub predicted_ms: Predicted,
     /// One line for the report, e.g. "CPU-bound: the cleartext's MAC saves 310 ms of sealing".
     pub reason: String,
@@ -137,8 +138,11 @@ pub const SIEVE_MARGIN: f64 = 0.02;
 /// The model: a machine's speeds, where the ends run, and the fitted overheads.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CostModel {
+    /// Seal, MAC, scan and copy speeds, from the transport's calibration at start.
     pub speeds: Speeds,
+    /// How many cores, and whether sender and receiver share them.
     pub host: Host,
+    /// Per-byte and per-session costs besides protection, fitted once per kind of machine.
     pub overheads: Overheads,
 }
 

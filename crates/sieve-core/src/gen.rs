@@ -31,14 +31,19 @@ pub struct XpSpec {
     pub size: u64,
     /// Proportion of classified content, 0..=1.
     pub proportion: f64,
+    /// Seeds the filler text only: the same spec always writes the same bytes, and the
+    /// classified components sit at the same offsets whatever the seed.
     pub seed: u64,
 }
 
 /// What was generated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct XpStats {
+    /// Content bytes written (marks excluded): the spec's `size`.
     pub content_len: u64,
+    /// Content bytes inside classified components: about `size`·P, rounded per unit block.
     pub classified_len: u64,
+    /// Classified components written: five per whole unit block, none when P rounds to zero.
     pub components: u64,
     /// File length including marks.
     pub file_len: u64,

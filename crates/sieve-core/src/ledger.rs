@@ -19,12 +19,31 @@ use thiserror::Error;
 /// What is wrong with the pieces of a stream.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum LedgerError {
+    /// A piece covers bytes already recorded: a duplicate, or a piece forged over another.
     #[error("bytes {offset}..{end} were received twice or overlap another piece")]
-    Overlap { offset: u64, end: u64 },
+    Overlap {
+        /// Stream offset of the offending piece's first byte.
+        offset: u64,
+        /// Stream offset just past its last byte (end-exclusive).
+        end: u64,
+    },
+    /// The first stretch of the stream that no piece covered.
     #[error("bytes {offset}..{end} are missing")]
-    Gap { offset: u64, end: u64 },
+    Gap {
+        /// Stream offset of the first missing byte.
+        offset: u64,
+        /// Stream offset where the missing stretch ends (exclusive): the next piece, or the
+        /// stream's length.
+        end: u64,
+    },
+    /// The pieces reach past the length the manifest gave the stream.
     #[error("bytes beyond the stream's {len} bytes were received")]
-    TooLong { len: u64 },
+    TooLong {
+        /// The stream's length as the sender declared it, in bytes.
+        len: u64,
+    },
+    /// The pieces are complete but their digest differs from the one sent over TLS: some
+    /// cleartext was changed, moved or replaced on a plain channel.
     #[error("the cleartext digest does not match what the sender sent over TLS: a plain channel was tampered with")]
     DigestMismatch,
 }
@@ -74,6 +93,7 @@ impl Default for Ledger {
 }
 
 impl Ledger {
+    /// An empty ledger for one stream; the sender and receiver each keep one per stream.
     pub fn new() -> Ledger {
         Ledger::default()
     }

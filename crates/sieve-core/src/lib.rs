@@ -21,6 +21,8 @@
 
 // Pure functions of bytes need no unsafe code; the compiler keeps it so.
 #![forbid(unsafe_code)]
+// Every public item says what it is and what a caller must know (issue 18).
+#![deny(missing_docs)]
 // Lists holding a single byte range are normal here (one classified span), not a mistaken
 // `vec![0..n]` meant as a list of indices.
 #![allow(clippy::single_range_in_vec_init)]

@@ -68,21 +68,37 @@ impl Default for MarkConfig {
 /// A malformed document or configuration. Offsets are byte offsets in the raw input.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum MarkError {
+    /// The input ended with a classified span still open.
     #[error(
         "unbalanced start mark at byte {at}: the classified part opened there is never closed; \
          add an end mark, or escape the start mark if it is meant literally"
     )]
-    Unbalanced { at: u64 },
+    Unbalanced {
+        /// Raw offset of the start mark that is never closed.
+        at: u64,
+    },
+    /// An end mark (unescaped) outside any classified span.
     #[error(
         "stray end mark at byte {at}: no classified part is open there; remove it, or escape it \
          if it is meant literally"
     )]
-    StrayEnd { at: u64 },
+    StrayEnd {
+        /// Raw offset of the end mark.
+        at: u64,
+    },
+    /// A start mark inside a classified span: spans do not nest.
     #[error(
         "nested start mark at byte {at}: a classified part is already open since byte {open_at}; \
          classified parts cannot nest"
     )]
-    NestedStart { at: u64, open_at: u64 },
+    NestedStart {
+        /// Raw offset of the second start mark.
+        at: u64,
+        /// Raw offset of the start mark that opened the span still open.
+        open_at: u64,
+    },
+    /// The [`MarkConfig`] is unusable: a string is empty, longer than 64 bytes, or a prefix of
+    /// another (see [`MarkConfig::validate`]); found before any input is read.
     #[error("invalid mark configuration: {0}")]
     Config(String),
 }
@@ -114,11 +130,23 @@ pub fn line_col(before: &[u8]) -> (u64, u64) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event<'a> {
     /// Content bytes; `bytes` equals the raw input at `at..at + bytes.len()`.
-    Data { at: u64, bytes: &'a [u8] },
+    Data {
+        /// Raw offset of the first byte.
+        at: u64,
+        /// The bytes, borrowed from the chunk fed or the parser's own buffer: copy them to keep
+        /// them past the callback.
+        bytes: &'a [u8],
+    },
     /// A start mark at raw offset `at`.
-    Start { at: u64 },
+    Start {
+        /// Raw offset of the mark's first byte.
+        at: u64,
+    },
     /// An end mark at raw offset `at`.
-    End { at: u64 },
+    End {
+        /// Raw offset of the mark's first byte.
+        at: u64,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -188,6 +216,8 @@ impl MarkConfig {
 }
 
 impl MarkParser {
+    /// A parser at raw offset 0, outside any classified span; refuses a configuration that
+    /// [`MarkConfig::validate`] rejects.
     pub fn new(cfg: MarkConfig) -> Result<Self, MarkError> {
         cfg.validate()?;
         let firsts = Firsts::new([cfg.start[0], cfg.end[0], cfg.escape[0]]);
@@ -212,6 +242,7 @@ impl MarkParser {
         Ok(p)
     }
 
+    /// The mark strings and escape mode this parser was built with.
     pub fn config(&self) -> &MarkConfig {
         &self.cfg
     }
@@ -472,6 +503,7 @@ impl Firsts {
 pub struct Extent {
     /// Offset in the raw input.
     pub raw: u64,
+    /// Number of bytes; the same in the raw input and in the content.
     pub len: u64,
 }
 
@@ -501,6 +533,7 @@ pub struct Collector {
 }
 
 impl Collector {
+    /// Take one event, in the order the parser emits them; pass it as (part of) the sink.
     pub fn event(&mut self, ev: Event<'_>) {
         match ev {
             Event::Data { at, bytes } => {
@@ -519,6 +552,8 @@ impl Collector {
         }
     }
 
+    /// The collected result; call after [`MarkParser::finish`] succeeded, since the collector
+    /// itself does not check that marks balance.
     pub fn finish(self) -> ParsedMarks {
         self.out
     }

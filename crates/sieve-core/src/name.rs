@@ -29,28 +29,57 @@ pub const MAX_COMPONENT_LEN: usize = 255;
 pub const MAX_DEPTH: usize = 64;
 
 /// Why a name is refused. The messages are what the sender is told.
+///
+/// A variant's `String` is the whole name as received, for the message.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum NameError {
+    /// The name is the empty string.
     #[error("the file name is empty")]
     Empty,
+    /// The name starts with `/`.
     #[error("{0:?} is absolute; only names relative to the receiver's folder are accepted")]
     Absolute(String),
+    /// The name has `//` or a trailing `/`.
     #[error("{0:?} has an empty component (a doubled or trailing '/')")]
     EmptyComponent(String),
+    /// The name has a `.` or `..` component.
     #[error("{0:?} climbs out of the folder with '..' or names '.'")]
     DotComponent(String),
+    /// A component starts with `.`: a hidden file or folder, or one that could collide with the
+    /// receiver's `.sieve-partial-…` temporaries.
     #[error("{name:?}: {component:?} begins with '.'; hidden files and folders are refused")]
-    Hidden { name: String, component: String },
+    Hidden {
+        /// The whole name as received.
+        name: String,
+        /// The offending component.
+        component: String,
+    },
+    /// The name contains `\`, a separator on other systems.
     #[error("{0:?} contains a backslash")]
     Backslash(String),
+    /// The name contains a NUL byte; not carried, so the message never prints one.
     #[error("the file name contains a NUL byte")]
     Nul,
+    /// The name contains a control character (Unicode `Cc`, e.g. a newline or an
+    /// escape that would mislead a terminal).
     #[error("{0:?} contains control characters")]
     Control(String),
+    /// A component is longer than [`MAX_COMPONENT_LEN`] bytes.
     #[error("{name:?}: a component is {len} bytes, the limit is {MAX_COMPONENT_LEN}")]
-    ComponentTooLong { name: String, len: usize },
+    ComponentTooLong {
+        /// The whole name as received.
+        name: String,
+        /// Length of the first overlong component, in bytes (not characters).
+        len: usize,
+    },
+    /// The name has more than [`MAX_DEPTH`] components.
     #[error("{name:?} is {depth} levels deep, the limit is {MAX_DEPTH}")]
-    TooDeep { name: String, depth: usize },
+    TooDeep {
+        /// The whole name as received.
+        name: String,
+        /// Components in the name, the file itself included.
+        depth: usize,
+    },
 }
 
 /// Check `name`; `Ok` means every component is a plain, visible name and the whole stays

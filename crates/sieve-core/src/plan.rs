@@ -19,6 +19,8 @@ pub struct Piece {
 /// For each channel, the pieces it carries, in the order it sends them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Plan {
+    /// One list per channel, indexed by channel number; a channel with nothing to send has an
+    /// empty list. The receiver recomputes the same plan, so the order here is the wire order.
     pub channels: Vec<Vec<Piece>>,
 }
 

@@ -11,23 +11,41 @@ use thiserror::Error;
 /// Why a list of ranges cannot describe a document.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum RangeError {
+    /// A range's end is below its start.
     #[error("classified range {index} ({start}..{end}) ends before it starts")]
-    Reversed { index: usize, start: u64, end: u64 },
+    Reversed {
+        /// Position of the range in the list given.
+        index: usize,
+        /// Its start offset in the document.
+        start: u64,
+        /// Its end offset in the document (exclusive).
+        end: u64,
+    },
+    /// A range starts before the previous one ends: the list is unsorted or overlapping.
     #[error(
         "classified range {index} ({start}..{end}) overlaps or precedes the range before it, \
          which ends at {prev_end}; sort the ranges and merge overlapping ones"
     )]
     Unsorted {
+        /// Position of the range in the list given.
         index: usize,
+        /// Its start offset in the document.
         start: u64,
+        /// Its end offset in the document (exclusive).
         end: u64,
+        /// End offset (exclusive) of the range before it.
         prev_end: u64,
     },
+    /// A range ends past the end of the document.
     #[error("classified range {index} ({start}..{end}) lies beyond the end of the document ({len} bytes)")]
     OutOfBounds {
+        /// Position of the range in the list given.
         index: usize,
+        /// Its start offset in the document.
         start: u64,
+        /// Its end offset in the document (exclusive).
         end: u64,
+        /// The document's length in bytes.
         len: u64,
     },
 }
@@ -88,10 +106,13 @@ impl ClassifiedRanges {
         }
     }
 
+    /// The ranges, sorted and disjoint, each `start..end` with `end` exclusive; empty ranges
+    /// are kept, since each is still a classified segment.
     pub fn as_slice(&self) -> &[Range<u64>] {
         &self.ranges
     }
 
+    /// Length in bytes of the document the ranges were checked against.
     pub fn doc_len(&self) -> u64 {
         self.doc_len
     }

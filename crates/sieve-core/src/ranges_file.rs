@@ -13,12 +13,15 @@ use thiserror::Error;
 
 use crate::ranges::{ClassifiedRanges, RangeError};
 
+/// Why a ranges file cannot be used for a document.
 #[derive(Debug, Error)]
 pub enum RangesFileError {
+    /// Not JSON, or neither `{"ranges": [[start, end], ...]}` nor a bare array of pairs.
     #[error(
         "the ranges file is not valid JSON of the form {{\"ranges\": [[start, end], ...]}}: {0}"
     )]
     Json(#[from] serde_json::Error),
+    /// Well-formed JSON whose ranges do not describe the document (see [`RangeError`]).
     #[error(transparent)]
     Range(#[from] RangeError),
 }

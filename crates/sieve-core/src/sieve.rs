@@ -22,6 +22,8 @@ use crate::ranges::ClassifiedRanges;
 /// The two sieved data lists and the layout that interleaves them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sieved<'a> {
+    /// Every segment's kind and length in document order: what the manifest carries so the
+    /// receiver can integrate the two lists.
     pub layout: Layout,
     /// Classified segments in document order.
     pub secure: Vec<Cow<'a, [u8]>>,
@@ -109,26 +111,38 @@ pub fn sieve_marked<'a>(doc: &'a [u8], cfg: &MarkConfig) -> Result<Sieved<'a>, M
 /// The two mark strings to put back around each classified segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Marks<'m> {
+    /// Written before each classified segment, e.g. `<$S>`.
     pub start: &'m [u8],
+    /// Written after each classified segment, e.g. `<$E>`.
     pub end: &'m [u8],
 }
 
 /// The lists do not match the layout.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum IntegrateError {
+    /// A list has more or fewer segments than the layout has of its kind.
     #[error("the layout has {expected} {kind:?} segments but {got} were received")]
     SegmentCount {
+        /// Which list.
         kind: Kind,
+        /// Segments of that kind in the layout.
         expected: usize,
+        /// Segments in the list given.
         got: usize,
     },
+    /// A segment's length differs from the layout's.
     #[error("{kind:?} segment {index} should be {expected} bytes but is {got}")]
     SegmentLen {
+        /// Which list.
         kind: Kind,
+        /// Index of the segment within its list (not within the document).
         index: usize,
+        /// Its length in the layout, in bytes.
         expected: u64,
+        /// Its length as given, in bytes.
         got: u64,
     },
+    /// The integrated document, marks included, would be longer than `u64::MAX` bytes.
     #[error(transparent)]
     Overflow(#[from] OutputOverflow),
 }
@@ -327,9 +341,13 @@ pub fn placement_bytes(segments: usize, varint_bytes: usize) -> u64 {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{kind:?} bytes {offset}..{end} are outside the {kind:?} stream of {len} bytes")]
 pub struct OutOfStream {
+    /// Which stream the piece claims to belong to.
     pub kind: Kind,
+    /// Offset of the piece's first byte in that stream (not in the output document).
     pub offset: u64,
+    /// Stream offset just past its last byte (end-exclusive; saturated if it overflows).
     pub end: u64,
+    /// Length of that stream in bytes, from the layout.
     pub len: u64,
 }
 
@@ -475,6 +493,8 @@ impl Placement {
         self.output_len
     }
 
+    /// Length of the stream of `kind`: the sum of the layout's segments of that kind, marks
+    /// excluded.
     pub fn stream_len(&self, kind: Kind) -> u64 {
         self.stream_len[kind.index()]
     }

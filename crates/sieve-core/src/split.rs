@@ -97,26 +97,40 @@ pub struct ParseSplitError {
 pub enum CombineError {
     /// The number of channel buffers differs from the plan's channel count.
     #[error("the plan has {plan} channels but {got} channel buffers were given")]
-    ChannelCount { plan: usize, got: usize },
+    ChannelCount {
+        /// Channels in the plan.
+        plan: usize,
+        /// Channel buffers given.
+        got: usize,
+    },
     /// A channel delivered more or fewer bytes than the plan assigns to it.
     #[error("channel {channel} carried {got} bytes, the plan assigns it {expected}")]
     ChannelLength {
+        /// Index of the channel, as in [`Plan::channels`].
         channel: usize,
+        /// Bytes the plan assigns it (`u64::MAX` if its pieces add up to more than that).
         expected: u64,
+        /// Bytes it delivered.
         got: u64,
     },
     /// A piece names a document for which no stream length was given.
     #[error("piece {piece:?} on channel {channel} names a document beyond the {docs} given")]
     NoSuchDocument {
+        /// Index of the channel, as in [`Plan::channels`].
         channel: usize,
+        /// The offending piece of the plan.
         piece: Piece,
+        /// Streams (or stream lengths) given; valid document indices are `0..docs`.
         docs: usize,
     },
     /// A piece reaches past the end of its document's stream.
     #[error("piece {piece:?} on channel {channel} does not fit in a stream of {stream_len} bytes")]
     PieceOutOfRange {
+        /// Index of the channel, as in [`Plan::channels`].
         channel: usize,
+        /// The offending piece of the plan.
         piece: Piece,
+        /// Length in bytes of that document's stream.
         stream_len: u64,
     },
     /// The channels together carried a different number of bytes than the streams add up to
@@ -126,12 +140,19 @@ pub enum CombineError {
         announced.map_or_else(|| "more than u64::MAX".to_owned(), |a| a.to_string())
     )]
     TotalLength {
+        /// Sum of the stream lengths, from the manifest.
         announced: Option<u64>,
+        /// Sum of the bytes the channels delivered.
         received: u64,
     },
     /// Plan pieces leave a gap in, or overlap within, a stream (see [`check_cover`]).
     #[error("the plan does not cover document {doc}'s stream of {stream_len} bytes exactly once")]
-    NotACover { doc: usize, stream_len: u64 },
+    NotACover {
+        /// Index of the document whose stream is not covered exactly once.
+        doc: usize,
+        /// Its length in bytes.
+        stream_len: u64,
+    },
 }
 
 /// ES (§4.3.3) over the segments `lens` of one kind of one document, onto `k` channels.
