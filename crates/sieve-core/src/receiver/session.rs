@@ -302,9 +302,9 @@ impl ReceiverSession {
     }
 
     /// Refuse a manifest for a reason the transport found: its store will not take the name
-    /// (`status` [`AckStatus::Exists`] or [`AckStatus::Refused`]), or it could not afford to
-    /// parse it (more segments than [`ReceiverSession::affordable_segments`]; `doc` is then
-    /// read from its first field and `name` is empty). Its pieces are dropped as they come.
+    /// (`status` [`AckStatus::Exists`] or [`AckStatus::Refused`]), or it could not read it
+    /// (`doc` is then read from its first field and `name` is empty). Its pieces are dropped as
+    /// they come.
     pub fn refuse_manifest(
         &mut self,
         doc: u32,
