@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod explain;
 #[cfg(feature = "insecure-thesis-suites")]
 pub mod legacy_tls;
+mod lock;
 pub mod lowat;
 pub mod mac;
 pub mod receiver;

@@ -15,6 +15,7 @@ use tokio::net::TcpStream;
 use tracing::{debug, info, warn};
 
 use crate::conn::{FrameReader, FrameWriter};
+use crate::lock::lock;
 use crate::mac::PlainMac;
 use crate::token::JoinKey;
 
@@ -231,10 +232,7 @@ impl Shared {
 
     /// Authenticate a JOIN and claim its channel slot.
     pub(super) fn find_session(&self, join: &Join) -> Result<Arc<Session>> {
-        let session = self
-            .sessions
-            .lock()
-            .map_err(|_| anyhow!("poisoned"))?
+        let session = lock(&self.sessions, "the receiver's table of sessions")?
             .get(&join.session_id)
             .cloned();
         let Some(session) = session else {
@@ -360,10 +358,7 @@ impl Shared {
             who,
             frame,
         ));
-        self.sessions
-            .lock()
-            .map_err(|_| anyhow!("poisoned"))?
-            .insert(id, session.clone());
+        lock(&self.sessions, "the receiver's table of sessions")?.insert(id, session.clone());
         self.stats.sessions_started.fetch_add(1, Ordering::Relaxed);
         info!(session = %session.hex_id(), peer = %session.who(), mode = ?hello.mode, secure = hello.secure_channels, plain = hello.plain_channels, %cipher, mac = %reply.mac, "session started");
         let sent = session.ctl.lock().await.flush().await;
@@ -375,10 +370,7 @@ impl Shared {
         if let Err(e) = &result {
             session.tell_out_of_memory(e).await;
         }
-        self.sessions
-            .lock()
-            .map_err(|_| anyhow!("poisoned"))?
-            .remove(&id);
+        lock(&self.sessions, "the receiver's table of sessions")?.remove(&id);
         // Every unfinished document loses its temporary file now.
         session.end();
         let secs = session.started.elapsed().as_secs_f64();

@@ -15,6 +15,7 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use crate::change::Leases;
 use crate::conn::FrameWriter;
+use crate::lock::lock;
 use crate::mac::{self, PlainMac, Tag, MAC_BLOCK};
 use crate::source::{Slice, Source};
 
@@ -100,9 +101,7 @@ impl Shared {
 
     async fn send_doc_end(&self, doc: usize) -> Result<()> {
         let src = &self.sources[doc];
-        let digest = self.plain_ledgers[doc]
-            .lock()
-            .map_err(|_| anyhow!("poisoned"))?
+        let digest = lock(&self.plain_ledgers[doc], "the sender's cleartext ledger")?
             .finish(src.stream_len(Kind::Plain))
             .context("internal error: the sender's own ledger is inconsistent")?;
         let end = DocEnd {
@@ -174,9 +173,10 @@ impl Shared {
 
     /// Record cleartext tags in `doc`'s ledger.
     pub(super) fn record(&self, doc: u32, tags: Vec<Tag>) -> Result<()> {
-        let mut ledger = self.plain_ledgers[doc as usize]
-            .lock()
-            .map_err(|_| anyhow!("poisoned"))?;
+        let mut ledger = lock(
+            &self.plain_ledgers[doc as usize],
+            "the sender's cleartext ledger",
+        )?;
         for (at, n, tag) in tags {
             ledger.record_hashed(at, n, tag);
         }

@@ -30,6 +30,7 @@ use sieve_core::message::{CompressFlags, Mode, ZData, ZDATA_HEADER_LEN, ZDATA_PR
 use sieve_core::Kind;
 
 use crate::cpu::thread_cpu_time;
+use crate::lock::lock;
 use crate::sendq::SendQueues;
 
 use super::SendConfig;
@@ -328,9 +329,7 @@ impl Compressor {
     }
 
     fn state(&self) -> Result<MutexGuard<'_, State>> {
-        self.state
-            .lock()
-            .map_err(|_| anyhow!("internal error: the compressor's state is poisoned"))
+        lock(&self.state, "the compressor's state")
     }
 
     /// Whether frames of `kind` may ever be compressed in this session.
