@@ -305,29 +305,38 @@ pub fn progress_bar(
                 progress.docs_acked.load(Ordering::Relaxed),
                 progress.docs.load(Ordering::Relaxed)
             );
-            let shares = progress.per_channel.lock().ok().and_then(|v| {
-                let secure = progress.secure_channels.load(Ordering::Relaxed) as usize;
-                let (tls, plain) = v.iter().enumerate().fold((0u64, 0u64), |(t, p), (i, c)| {
-                    let n = c.load(Ordering::Relaxed);
-                    if i < secure {
-                        (t + n, p)
-                    } else {
-                        (t, p + n)
-                    }
-                });
-                (tls + plain > 0).then(|| {
-                    let pct = |n: u64| 100.0 * n as f64 / (tls + plain) as f64;
-                    format!("TLS {:.0}% plain {:.0}%", pct(tls), pct(plain))
-                })
-            });
-            match shares {
-                Some(s) if width >= 100 => b.set_message(format!("{docs} {s}")),
-                _ => b.set_message(docs),
-            }
+            let counts: Vec<u64> = progress
+                .per_channel
+                .lock()
+                .map(|v| v.iter().map(|c| c.load(Ordering::Relaxed)).collect())
+                .unwrap_or_default();
+            let secure = progress.secure_channels.load(Ordering::Relaxed) as usize;
+            b.set_message(bar_message(docs, &counts, secure, width));
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     });
     Some((bar, h))
+}
+
+/// The bar's message: documents acknowledged, and on terminals of 100 columns or more the
+/// shares of the bytes sent so far over TLS and in the clear (`counts`: bytes per channel, the
+/// `secure` TLS channels first), labelled so that nobody has to guess which is which.
+fn bar_message(docs: String, counts: &[u64], secure: usize, width: u16) -> String {
+    let (tls, plain) = counts
+        .iter()
+        .enumerate()
+        .fold((0u64, 0u64), |(t, p), (i, &n)| {
+            if i < secure {
+                (t + n, p)
+            } else {
+                (t, p + n)
+            }
+        });
+    if width < 100 || tls + plain == 0 {
+        return docs;
+    }
+    let pct = |n: u64| 100.0 * n as f64 / (tls + plain) as f64;
+    format!("{docs} TLS {:.0}% plain {:.0}%", pct(tls), pct(plain))
 }
 
 /// What a split of the thesis shows an observer of the plain channels, if the documents are sent
@@ -588,4 +597,27 @@ fn legacy(args: &Args) -> Result<Option<sieve_transport::tls::LegacyConnector>> 
 #[cfg(not(feature = "insecure-thesis-suites"))]
 fn legacy(_: &Args) -> Result<Option<sieve_transport::tls::LegacyConnector>> {
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bar_message;
+
+    #[test]
+    fn the_bar_labels_its_shares_and_drops_them_on_narrow_terminals() {
+        let docs = || "1/2 docs".to_string();
+        // One TLS channel, two plain ones.
+        assert_eq!(
+            bar_message(docs(), &[10, 45, 45], 1, 120),
+            "1/2 docs TLS 10% plain 90%"
+        );
+        assert_eq!(bar_message(docs(), &[10, 45, 45], 1, 80), "1/2 docs");
+        // Nothing sent yet: no shares to show.
+        assert_eq!(bar_message(docs(), &[0, 0], 1, 120), "1/2 docs");
+        // Secure-only: every byte over TLS.
+        assert_eq!(
+            bar_message(docs(), &[7], 1, 120),
+            "1/2 docs TLS 100% plain 0%"
+        );
+    }
 }
