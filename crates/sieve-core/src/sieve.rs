@@ -379,45 +379,11 @@ pub fn output_len(layout: &Layout, marks: Option<(u64, u64)>) -> Result<u64, Out
 impl Placement {
     /// `marks`: lengths of the start and end marks to restore, or `None` to strip them.
     pub fn new(layout: &Layout, marks: Option<(u64, u64)>) -> Result<Placement, OutputOverflow> {
-        let mut p = Placement {
-            first: layout.first,
-            lens: Vec::with_capacity(varint_bytes(layout)),
-            segments: layout.lens.len(),
-            marks,
-            checkpoints: Vec::with_capacity(layout.lens.len() / CHECKPOINT + 1),
-            stream_len: [0; 2],
-            output_len: 0,
-        };
-        let mut out = 0u64;
-        for (i, (kind, len)) in layout.segments().enumerate() {
-            if i % CHECKPOINT == 0 {
-                p.checkpoints.push(Checkpoint {
-                    seg: i,
-                    at: p.lens.len(),
-                    stream: p.stream_len,
-                    output: out,
-                });
-            }
-            put_varint(&mut p.lens, len);
-            let (start, end) = p.marks_around(kind);
-            out = out
-                .checked_add(start)
-                .and_then(|o| o.checked_add(len))
-                .and_then(|o| o.checked_add(end))
-                .ok_or(OutputOverflow)?;
-            // Stream lengths are parts of the output length, so they cannot overflow if it does not.
-            p.stream_len[kind.index()] += len;
+        let mut lens = Vec::with_capacity(varint_bytes(layout));
+        for &len in &layout.lens {
+            put_varint(&mut lens, len);
         }
-        if p.checkpoints.is_empty() {
-            p.checkpoints.push(Checkpoint {
-                seg: 0,
-                at: 0,
-                stream: [0; 2],
-                output: 0,
-            });
-        }
-        p.output_len = out;
-        Ok(p)
+        Placement::from_varints(layout.first, lens, layout.lens.len(), marks)
     }
 
     /// The placement of a manifest as it travelled: its varints are kept as they are, with no
@@ -426,19 +392,30 @@ impl Placement {
         m: &crate::message::DocRef<'_>,
         marks: Option<(u64, u64)>,
     ) -> Result<Placement, OutputOverflow> {
+        Placement::from_varints(m.first, m.lens.to_vec(), m.segments, marks)
+    }
+
+    /// Build a placement over `segments` lengths held as varints in `lens`: one pass that keeps
+    /// a checkpoint every [`CHECKPOINT`] segments and checks that the output length fits.
+    fn from_varints(
+        first: Kind,
+        lens: Vec<u8>,
+        segments: usize,
+        marks: Option<(u64, u64)>,
+    ) -> Result<Placement, OutputOverflow> {
         let mut p = Placement {
-            first: m.first,
-            lens: m.lens.to_vec(),
-            segments: m.segments,
+            first,
+            lens,
+            segments,
             marks,
-            checkpoints: Vec::with_capacity(m.segments / CHECKPOINT + 1),
+            checkpoints: Vec::with_capacity(segments / CHECKPOINT + 1),
             stream_len: [0; 2],
             output_len: 0,
         };
         let mut out = 0u64;
         let mut at = 0usize;
-        for i in 0..m.segments {
-            let kind = if i % 2 == 0 { m.first } else { m.first.other() };
+        for i in 0..segments {
+            let kind = if i % 2 == 0 { first } else { first.other() };
             if i % CHECKPOINT == 0 {
                 p.checkpoints.push(Checkpoint {
                     seg: i,
@@ -447,7 +424,7 @@ impl Placement {
                     output: out,
                 });
             }
-            // The manifest's parser checked every varint.
+            // Varints written by `new` or checked by the manifest's parser.
             let (len, used) = read_varint(&p.lens[at..]).ok_or(OutputOverflow)?;
             at += used;
             let (start, end) = p.marks_around(kind);
@@ -456,6 +433,7 @@ impl Placement {
                 .and_then(|o| o.checked_add(len))
                 .and_then(|o| o.checked_add(end))
                 .ok_or(OutputOverflow)?;
+            // Stream lengths are parts of the output length, so they cannot overflow if it does not.
             p.stream_len[kind.index()] += len;
         }
         if p.checkpoints.is_empty() {
