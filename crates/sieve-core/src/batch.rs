@@ -21,7 +21,10 @@ use crate::plan::{Piece, Plan};
 use crate::split::{even_split_into, least_loaded, segment_split_into, ParseSplitError};
 
 /// Which batch split a sender uses; the receiver must be told the same one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum BatchSplit {
     /// Channels ask for the next fixed-size chunk when they are free ([`crate::chunk`]).
     #[default]

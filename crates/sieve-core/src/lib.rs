@@ -18,6 +18,7 @@
 //! | ACCENT's adaptive compression (seed 004), for the cleartext only | [`compress`] |
 //! | — (the thesis sent the cleartext unprotected) | [`mac`]: which MAC, negotiated by measured speed |
 //! | — (the thesis always sieved) | [`cost`]: `--mode auto`, sieve or secure-only by predicted time |
+//! | the thesis's measured times (§5.1.1) | [`report`]: `sieve send --json`, one type for writer and readers |
 
 // Pure functions of bytes need no unsafe code; the compiler keeps it so.
 #![forbid(unsafe_code)]
@@ -45,6 +46,7 @@ pub mod plan;
 pub mod ranges;
 pub mod ranges_file;
 pub mod receiver;
+pub mod report;
 pub mod sieve;
 pub mod split;
 

@@ -26,7 +26,10 @@ use thiserror::Error;
 use crate::plan::{Piece, Plan};
 
 /// Which single-document split a sender uses; the receiver must be told the same one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Split {
     /// Channels ask for the next fixed-size chunk when they are free ([`crate::chunk`]).
     #[default]

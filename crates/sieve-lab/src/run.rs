@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
+use sieve_core::report::SessionReport;
 
 use crate::child::Watched;
 
@@ -222,34 +223,6 @@ impl Default for SendOptions {
     }
 }
 
-/// The fields of `sieve send --json` the lab uses.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub(crate) struct Session {
-    pub(crate) docs: usize,
-    pub(crate) docs_ok: usize,
-    pub(crate) bytes: u64,
-    pub(crate) secure_bytes: u64,
-    pub(crate) plain_bytes: u64,
-    pub(crate) connect_ms: f64,
-    pub(crate) connect_first_tls_ms: f64,
-    pub(crate) connect_extra_tls_ms: f64,
-    pub(crate) connect_plain_ms: f64,
-    pub(crate) response_ms: f64,
-    pub(crate) total_ms: f64,
-    pub(crate) sieve_ms: f64,
-    #[serde(default)]
-    pub(crate) processing_ms: f64,
-    pub(crate) split_ms: f64,
-    pub(crate) transfer_ms: f64,
-    pub(crate) combine_ms: f64,
-    pub(crate) integrate_ms: f64,
-    pub(crate) cpu_ms: f64,
-    pub(crate) cipher: String,
-    /// What compression did (bytes before and after, levels); absent from older senders.
-    #[serde(default)]
-    pub(crate) compression: Option<serde_json::Value>,
-}
-
 impl SendOptions {
     /// The `sieve send --json` command of one transfer of `files` to `to` (stdio not set).
     pub(crate) fn command(&self, tools: &Tools, to: SocketAddr, files: &[PathBuf]) -> Command {
@@ -299,7 +272,7 @@ impl SendOptions {
         to: SocketAddr,
         files: &[PathBuf],
         wrap: Wrap<'_>,
-    ) -> Result<Session> {
+    ) -> Result<SessionReport> {
         let cmd = self.command(tools, to, files);
         let mut cmd = wrap(cmd);
         cmd.stdin(Stdio::null())
@@ -312,7 +285,7 @@ impl SendOptions {
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }
-        let s: Session = serde_json::from_slice(&out.stdout).with_context(|| {
+        let s: SessionReport = serde_json::from_slice(&out.stdout).with_context(|| {
             format!(
                 "unexpected output of `sieve send`: {}",
                 String::from_utf8_lossy(&out.stdout)

@@ -5,6 +5,8 @@
 //! what it wants: the mode, N secure and M plain channels (independent, thesis §6.2), how streams
 //! are split over channels and documents over batches, and how many documents will follow.
 
+use serde::{Deserialize, Serialize};
+
 use super::wire::Reader;
 use super::{write_frame, CompressFlags, MessageError};
 use crate::batch::BatchSplit;
@@ -81,17 +83,27 @@ impl TryFrom<u8> for BatchSplit {
     }
 }
 
-/// What travels where.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What travels where. Its serde names are the command line's (`sieve`, `secure-only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 #[repr(u8)]
 pub enum Mode {
     /// Classified bytes over TLS, the rest over plain TCP.
+    #[default]
     Sieve = 0,
     /// Every byte classified and sent over TLS: the baseline, through the same code path.
     SecureOnly = 1,
 }
 
 impl Mode {
+    /// The command-line name: `sieve` or `secure-only`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Sieve => "sieve",
+            Mode::SecureOnly => "secure-only",
+        }
+    }
+
     /// The wire value.
     pub fn code(self) -> u8 {
         self as u8
@@ -104,6 +116,12 @@ impl Mode {
             1 => Some(Mode::SecureOnly),
             _ => None,
         }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -7,7 +7,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::run::{SendOptions, Session};
+use sieve_core::report::SessionReport;
+
+use crate::run::SendOptions;
 
 /// The two systems the thesis compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,7 +76,7 @@ pub(crate) struct At<'a> {
 }
 
 impl Record {
-    pub(crate) fn new(at: &At<'_>, o: &SendOptions, rep: usize, s: &Session) -> Record {
+    pub(crate) fn new(at: &At<'_>, o: &SendOptions, rep: usize, s: &SessionReport) -> Record {
         Record {
             scenario: at.scenario.into(),
             files: at.files.into(),

@@ -316,7 +316,6 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
                     };
                     let s = v.run(&ctx.tools, rx.tls, std::slice::from_ref(file), &client)?;
                     let c = s.compression.as_ref();
-                    let num = |k: &str| c.and_then(|c| c.get(k)).and_then(|x| x.as_u64());
                     rows.push(Row {
                         link: link.into(),
                         corpus: corpus.name(),
@@ -325,8 +324,8 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
                         variant: name.clone(),
                         rep,
                         response_ms: s.response_ms,
-                        plain_after: num("plain_after"),
-                        plain_before: num("plain_before"),
+                        plain_after: c.map(|c| c.plain_after),
+                        plain_before: c.map(|c| c.plain_before),
                     });
                     ctx.bar.inc(1);
                 }

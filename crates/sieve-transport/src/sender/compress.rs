@@ -16,17 +16,16 @@
 //! [`sieve_core::compress::Policy`]; time is cut into quanta here, and each quantum's
 //! measurements go in at its end.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
-use serde::Serialize;
 use sieve_core::compress::accent::{Phase1, SchemeProfile, SenderQuantum};
 use sieve_core::compress::auto::{CompressSample, LinkSample};
 use sieve_core::compress::{Codec, Compression, Encoded, Encoder, Policy, Quantum};
 use sieve_core::frame::HEADER_LEN;
 use sieve_core::message::{CompressFlags, Mode, ZData, ZDATA_HEADER_LEN, ZDATA_PREFIX_LEN};
+use sieve_core::report::CompressionReport;
 use sieve_core::Kind;
 
 use crate::cpu::thread_cpu_time;
@@ -97,78 +96,6 @@ impl ZFrame {
     /// The payload as it travels, which a plain frame's tag covers.
     pub fn payload(&self) -> &[u8] {
         &self.bytes[HEADER_LEN..]
-    }
-}
-
-/// Per level (and "raw"): frames and bytes before and after.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct LevelCount {
-    pub frames: u64,
-    pub bytes_before: u64,
-    pub bytes_after: u64,
-}
-
-/// What compression did in one session (`--json`'s `compression`).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct CompressionReport {
-    /// `--compress`.
-    pub policy: String,
-    /// What the sender offered and the receiver accepted ("none", "plain", "classified",
-    /// "plain+classified").
-    pub offered: String,
-    pub accepted: String,
-    /// Payload bytes of the streams that could be compressed, before and after (raw frames
-    /// count the same on both sides).
-    pub bytes_before: u64,
-    pub bytes_after: u64,
-    /// Of those, cleartext and classified.
-    pub plain_before: u64,
-    pub plain_after: u64,
-    pub classified_before: u64,
-    pub classified_after: u64,
-    /// Frames per level, "raw" for frames sent uncompressed.
-    pub levels: BTreeMap<String, LevelCount>,
-    /// Times the policy changed the level (or turned compression on or off).
-    pub switches: u64,
-    /// Frames the policy compressed (or sent raw) to measure rather than because it chose to.
-    pub probes: u64,
-    /// Quanta the policy decided at.
-    pub quanta: u64,
-    /// CPU time spent compressing, all workers.
-    pub compress_cpu_ms: f64,
-    /// The link's rate as the policy last estimated it (wire Mbit/s).
-    pub link_mbit: Option<f64>,
-    /// The receiver's decompression speed from its SESSION, MB/s per core.
-    pub receiver_decompress_mbps: u32,
-    /// The level in force at the end (`null`: raw).
-    pub final_level: Option<String>,
-}
-
-impl CompressionReport {
-    /// The report of a session that offered no compression (`--compress off`, or secure-only
-    /// without `--compress-classified`): its `plain` bytes went as they were.
-    /// Count the cleartext that never passed through the compressor (a policy that is off sends
-    /// it by the raw path) as sent raw: `plain` is the session's whole cleartext.
-    pub fn with_raw_plain(mut self, plain: u64) -> CompressionReport {
-        let rest = plain.saturating_sub(self.plain_before);
-        self.plain_before += rest;
-        self.plain_after += rest;
-        self.bytes_before += rest;
-        self.bytes_after += rest;
-        self
-    }
-
-    pub fn uncompressed(policy: Compression, plain: u64) -> CompressionReport {
-        CompressionReport {
-            policy: policy.to_string(),
-            offered: CompressFlags::NONE.to_string(),
-            accepted: CompressFlags::NONE.to_string(),
-            bytes_before: plain,
-            bytes_after: plain,
-            plain_before: plain,
-            plain_after: plain,
-            ..CompressionReport::default()
-        }
     }
 }
 

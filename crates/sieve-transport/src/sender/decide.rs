@@ -14,10 +14,10 @@ use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
-use serde::Serialize;
 use sieve_core::cost::{DocShape, Host};
 use sieve_core::mac::MacAlg;
 use sieve_core::message::Mode;
+use sieve_core::report::{DecisionReport, PredictedMs};
 
 use crate::calibrate::Calibration;
 use crate::tls::Cipher;
@@ -38,19 +38,11 @@ impl From<Mode> for SendMode {
     }
 }
 
-/// The command-line name of a wire mode.
-pub fn mode_name(m: Mode) -> &'static str {
-    match m {
-        Mode::Sieve => "sieve",
-        Mode::SecureOnly => "secure-only",
-    }
-}
-
 impl fmt::Display for SendMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             SendMode::Auto => "auto",
-            SendMode::Fixed(m) => mode_name(*m),
+            SendMode::Fixed(m) => m.name(),
         })
     }
 }
@@ -69,67 +61,6 @@ impl FromStr for SendMode {
     }
 }
 
-/// Both modes' predicted times, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct PredictedMs {
-    pub sieve: f64,
-    pub secure_only: f64,
-}
-
-/// What `auto` chose and why: the report's `decision`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DecisionReport {
-    /// The mode used: `sieve` or `secure-only`.
-    pub chosen: String,
-    /// The mode asked for (`auto`).
-    pub requested: String,
-    pub predicted_ms: PredictedMs,
-    /// One line: what bounds the transfer and what tipped the choice.
-    pub reason: String,
-    #[serde(skip)]
-    pub mode: Mode,
-}
-
-impl DecisionReport {
-    /// A few words for the summary line, e.g. "auto chose secure-only (fixed costs; predicted
-    /// 2.1 ms against 2.6 ms for the sieve)".
-    pub fn summary(&self) -> String {
-        let why = self.reason.split(':').next().unwrap_or_default();
-        let (mine, other, other_name) = match self.mode {
-            Mode::Sieve => (
-                self.predicted_ms.sieve,
-                self.predicted_ms.secure_only,
-                "secure-only",
-            ),
-            Mode::SecureOnly => (
-                self.predicted_ms.secure_only,
-                self.predicted_ms.sieve,
-                "the sieve",
-            ),
-        };
-        format!(
-            "{} chose {} ({why}; predicted {} ms against {} ms for {other_name})",
-            self.requested,
-            self.chosen,
-            short_ms(mine),
-            short_ms(other),
-        )
-    }
-}
-
-/// Milliseconds to two significant figures or so: "0.53", "2.1", "480".
-fn short_ms(v: f64) -> String {
-    if !v.is_finite() {
-        "∞".into()
-    } else if v < 1.0 {
-        format!("{v:.2}")
-    } else if v < 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.0}")
-    }
-}
-
 /// The model's choice for a session carrying `docs`, sealed with `cipher` and tagged with `mac`
 /// on this machine (`calibration`), the receiver at `host`, over a path of `rate` GB/s (`None`:
 /// not known). Pure.
@@ -144,14 +75,13 @@ pub fn choose(
         .cost_model(cipher, mac, host)
         .decide_batch(docs, rate);
     DecisionReport {
-        chosen: mode_name(d.mode).into(),
+        chosen: d.mode,
         requested: SendMode::Auto.to_string(),
         predicted_ms: PredictedMs {
             sieve: d.predicted_ms.sieve,
             secure_only: d.predicted_ms.secure_only,
         },
         reason: d.reason,
-        mode: d.mode,
     }
 }
 
@@ -235,8 +165,7 @@ mod tests {
     #[test]
     fn a_large_mostly_clear_document_without_aes_goes_through_the_sieve() {
         let d = choose(&no_aes(), SUITE, shared(), &[doc(GIB, 0.1, true)], None);
-        assert_eq!(d.mode, Mode::Sieve, "{d:?}");
-        assert_eq!(d.chosen, "sieve");
+        assert_eq!(d.chosen, Mode::Sieve, "{d:?}");
         assert_eq!(d.requested, "auto");
         assert!(d.predicted_ms.sieve < d.predicted_ms.secure_only, "{d:?}");
         assert!(
@@ -246,15 +175,14 @@ mod tests {
         );
         // Scanned or given by a ranges file, the same choice.
         let ranged = choose(&no_aes(), SUITE, shared(), &[doc(GIB, 0.1, false)], None);
-        assert_eq!(ranged.mode, Mode::Sieve);
+        assert_eq!(ranged.chosen, Mode::Sieve);
         assert!(ranged.predicted_ms.sieve < d.predicted_ms.sieve);
     }
 
     #[test]
     fn a_small_mostly_classified_document_with_aes_goes_secure_only() {
         let d = choose(&aes(), SUITE, shared(), &[doc(MB, 0.9, true)], None);
-        assert_eq!(d.mode, Mode::SecureOnly, "{d:?}");
-        assert_eq!(d.chosen, "secure-only");
+        assert_eq!(d.chosen, Mode::SecureOnly, "{d:?}");
         assert!(d.predicted_ms.secure_only < d.predicted_ms.sieve, "{d:?}");
         let s = d.summary();
         assert!(s.starts_with("auto chose secure-only ("), "{s}");

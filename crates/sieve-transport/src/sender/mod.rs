@@ -47,8 +47,10 @@ pub mod decide;
 pub mod inputs;
 mod zchannel;
 
-pub use compress::{CompressionReport, LevelCount};
-pub use decide::{DecisionReport, SendMode};
+pub use decide::SendMode;
+pub use sieve_core::report::{
+    CompressionReport, DecisionReport, DocReport, LevelCount, SessionReport,
+};
 
 pub use inputs::{Expanded, Input};
 
@@ -237,72 +239,6 @@ impl Progress {
 }
 
 /// Outcome of one document.
-#[derive(Debug, Clone, Serialize)]
-pub struct DocReport {
-    pub name: String,
-    pub path: PathBuf,
-    pub bytes: u64,
-    pub ok: bool,
-    pub error: Option<String>,
-}
-
-/// One session's measurements (DESIGN.md §7), printed by `--json`.
-#[derive(Debug, Clone, Serialize, Default)]
-pub struct SessionReport {
-    /// The mode used (what `auto` chose, when it was asked for).
-    pub mode: String,
-    /// What `--mode auto` chose and why; absent when a mode was given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decision: Option<DecisionReport>,
-    pub secure_channels: u8,
-    pub plain_channels: u8,
-    pub split: String,
-    pub batch_split: String,
-    pub docs: usize,
-    pub docs_ok: usize,
-    /// Bytes of the delivered documents as stored: `secure_bytes + plain_bytes + marks_bytes`.
-    pub bytes: u64,
-    /// Classified bytes of the delivered documents (over TLS).
-    pub secure_bytes: u64,
-    /// Cleartext bytes of the delivered documents (over the plain channels).
-    pub plain_bytes: u64,
-    /// Bytes of marks (`<$S>`, `<$E>`) the delivered documents hold: they never travel, the
-    /// receiver writes them back from the manifest.
-    pub marks_bytes: u64,
-    pub connect_ms: f64,
-    pub connect_first_tls_ms: f64,
-    pub connect_extra_tls_ms: f64,
-    pub connect_plain_ms: f64,
-    pub tls_resumed: usize,
-    pub response_ms: f64,
-    pub total_ms: f64,
-    pub sieve_ms: f64,
-    /// Emulated additional processing (see [`SendConfig::processing_per_secure_mb`]).
-    pub processing_ms: f64,
-    pub split_ms: f64,
-    pub transfer_ms: f64,
-    pub combine_ms: f64,
-    pub integrate_ms: f64,
-    pub commit_ms: f64,
-    pub cpu_ms: f64,
-    pub cipher: String,
-    /// Documents sent in sieve mode without a classified byte: entirely in the clear.
-    pub unclassified: Vec<String>,
-    /// Documents whose files a read lease watched for changes (the others were watched by their
-    /// size and times only; see [`crate::change`]).
-    pub docs_leased: usize,
-    /// Findings per detector when the documents were classified by a policy (`--policy`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detections: Option<std::collections::BTreeMap<String, u64>>,
-    pub failures: Vec<DocReport>,
-    /// Documents not sent at all (`--skip-invalid`), each with why.
-    pub skipped: Vec<DocReport>,
-    #[serde(skip)]
-    pub documents: Vec<DocReport>,
-    /// What compression did: bytes before and after, frames per level, switches.
-    pub compression: Option<CompressionReport>,
-}
-
 /// Why a session stopped before every document was answered, and what was delivered by then.
 ///
 /// It is the outermost context of the error [`send`] returns once documents were announced, so
@@ -577,12 +513,12 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         SendMode::Fixed(m) => (m, None),
         SendMode::Auto => {
             let d = choose_mode(cfg, &sources).await?;
-            if d.mode == Mode::SecureOnly {
+            if d.chosen == Mode::SecureOnly {
                 for s in &mut sources {
                     s.make_secure_only();
                 }
             }
-            (d.mode, Some(d))
+            (d.chosen, Some(d))
         }
     };
     let prepared = Prepared {
@@ -860,12 +796,12 @@ pub async fn send_prepared(
     }
 
     let mut report = SessionReport {
-        mode: decide::mode_name(mode).into(),
+        mode,
         decision,
         secure_channels: n_secure,
         plain_channels: n_plain,
-        split: cfg.split.to_string(),
-        batch_split: cfg.batch_split.to_string(),
+        split: cfg.split,
+        batch_split: cfg.batch_split,
         docs: n_docs,
         connect_ms: ms(connect_time),
         connect_first_tls_ms: ms(first_tls),
