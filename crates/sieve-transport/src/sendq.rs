@@ -31,22 +31,25 @@ impl SendQueues {
     }
 
     /// Bytes the peers of the watched sockets have acknowledged so far, and bytes still queued
-    /// in them (sent and not acknowledged, or not sent yet), each summed over the sockets: how
-    /// fast a link drains, and whether it had bytes waiting (see the sender's link monitor).
-    /// Sockets whose counts cannot be read count 0.
-    pub fn counts(&self) -> (u64, u64) {
+    /// in them (sent and not acknowledged, or not sent yet), each summed over the sockets, and
+    /// whether a socket's congestion window is still growing: how fast a link drains, whether
+    /// it had bytes waiting, and whether TCP has found the link's rate yet (see the sender's link
+    /// monitor). Sockets whose counts cannot be read count 0 and as not growing.
+    pub fn counts(&self) -> Drain {
         self.0
             .lock()
             .map(|all| {
-                all.iter().fold((0, 0), |(a, q), fd| {
+                all.iter().fold(Drain::default(), |d, fd| {
                     let fd = fd.as_fd();
-                    (
-                        a + acknowledged(fd).unwrap_or(0),
-                        q + unacknowledged(fd).unwrap_or(0),
-                    )
+                    let info = tcp_info(fd);
+                    Drain {
+                        acknowledged: d.acknowledged + info.as_ref().map_or(0, |i| i.bytes_acked),
+                        queued: d.queued + unacknowledged(fd).unwrap_or(0),
+                        growing: d.growing || info.is_some_and(|i| i.slow_start),
+                    }
                 })
             })
-            .unwrap_or((0, 0))
+            .unwrap_or_default()
     }
 
     /// For each watched socket, how many bytes its peer will have acknowledged once everything
@@ -64,7 +67,7 @@ impl SendQueues {
                 all.iter()
                     .map(|fd| {
                         let fd = fd.as_fd();
-                        Some(acknowledged(fd)? + unacknowledged(fd)?)
+                        Some(tcp_info(fd)?.bytes_acked + unacknowledged(fd)?)
                     })
                     .collect()
             })
@@ -79,21 +82,45 @@ impl SendQueues {
         };
         all.iter()
             .zip(mark)
-            .all(|(fd, m)| match (m, acknowledged(fd.as_fd())) {
-                (Some(m), Some(a)) => a >= *m,
+            .all(|(fd, m)| match (m, tcp_info(fd.as_fd())) {
+                (Some(m), Some(i)) => i.bytes_acked >= *m,
                 _ => true,
             })
     }
 }
 
-/// Bytes of a TCP socket its peer has acknowledged (`tcpi_bytes_acked`, Linux 4.1 and later).
+/// What [`SendQueues::counts`] sums over the sockets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drain {
+    /// Bytes the peers acknowledged.
+    pub acknowledged: u64,
+    /// Bytes written and not acknowledged yet.
+    pub queued: u64,
+    /// Some socket is in slow start: its window, not the link, bounds what leaves.
+    pub growing: bool,
+}
+
+/// The few fields of a TCP socket's `tcp_info` the sender reads.
+struct TcpInfo {
+    /// Bytes its peer has acknowledged (`tcpi_bytes_acked`, Linux 4.1 and later).
+    bytes_acked: u64,
+    /// The congestion window is in slow start and still growing: below the slow-start threshold
+    /// (`tcpi_snd_cwnd < tcpi_snd_ssthresh`; the threshold starts "infinite" and is set once
+    /// TCP sees a loss or, with HyStart, a rising delay: once it has found the path's capacity),
+    /// and limiting what is in flight by the kernel's own rule for slow start (`cwnd < 2 ·
+    /// packets out`, `tcp_is_cwnd_limited`). A socket limited by its buffer or its peer's window
+    /// does not grow its window, and its drain is as much as that path gives it.
+    slow_start: bool,
+}
+
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn acknowledged(fd: BorrowedFd<'_>) -> Option<u64> {
+fn tcp_info(fd: BorrowedFd<'_>) -> Option<TcpInfo> {
     use std::os::fd::AsRawFd;
     // SAFETY: `info` is a properly aligned, writable `tcp_info` that lives across the call, and
     // `len` says its size; the kernel writes at most `len` bytes into it and sets `len` to what
     // it wrote. A zeroed `tcp_info` is a valid value (integers only), so fields the kernel does
-    // not fill stay 0, and `len` is checked to cover `tcpi_bytes_acked` before it is read.
+    // not fill stay 0, and `len` is checked to cover `tcpi_bytes_acked` (the last field read)
+    // before anything is read.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
     let r = unsafe {
@@ -106,11 +133,15 @@ fn acknowledged(fd: BorrowedFd<'_>) -> Option<u64> {
         )
     };
     let needed = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
-    (r == 0 && len as usize >= needed).then_some(info.tcpi_bytes_acked)
+    (r == 0 && len as usize >= needed).then_some(TcpInfo {
+        bytes_acked: info.tcpi_bytes_acked,
+        slow_start: info.tcpi_snd_cwnd < info.tcpi_snd_ssthresh
+            && info.tcpi_snd_cwnd < 2 * info.tcpi_unacked,
+    })
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn acknowledged(_fd: BorrowedFd<'_>) -> Option<u64> {
+fn tcp_info(_fd: BorrowedFd<'_>) -> Option<TcpInfo> {
     None
 }
 
@@ -172,6 +203,26 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert_eq!(q.pending(), 0);
+    }
+
+    /// A connection with nothing in flight is not growing its window (nothing limits it); one
+    /// whose peer does not read is limited by the peer's window, not its own, so it is not
+    /// growing either: only a window that bounds what is in flight grows.
+    #[test]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn only_a_window_that_limits_what_is_in_flight_is_growing() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut tx = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let _rx = listener.accept().unwrap();
+        let q = SendQueues::default();
+        q.watch(&tx);
+        let d = q.counts();
+        assert!(!d.growing, "idle: {d:?}");
+        tx.set_nonblocking(true).unwrap();
+        let chunk = vec![7u8; 1 << 16];
+        while tx.write(&chunk).is_ok() {}
+        let d = q.counts();
+        assert!(d.queued > 0 && !d.growing, "peer's window full: {d:?}");
     }
 
     /// A mark taken while bytes are queued is delivered only once the peer has read them, and

@@ -136,6 +136,13 @@ pub struct LinkSample {
     pub busy_drained: u64,
     /// The link is at least this fast (wire bytes per second; 0: nothing learnt).
     pub lower_bound: f64,
+    /// Of the wall time, seconds in which a socket's congestion window was still growing (TCP
+    /// slow start), whether or not bytes were queued: what left then was bounded by the window,
+    /// which doubles every round trip, not by the link, so these intervals neither measure the
+    /// link nor bound it usefully. Counted neither as busy nor in `lower_bound`.
+    pub growing_s: f64,
+    /// Wire bytes drained in those intervals (part of `drained`).
+    pub growing_drained: u64,
 }
 
 /// What the receiver reports of its decompression.
@@ -272,21 +279,26 @@ impl Auto {
         self.probe_credit_s += s.elapsed_s * self.cfg.probe_cpu_share;
         // Never bank more than a second of probing.
         self.probe_credit_s = self.probe_credit_s.min(1.0);
-        let busy = s.busy_s.clamp(0.0, s.elapsed_s);
+        // While a window grows, a slow drain says nothing of the link: a link taken for slow
+        // then would make the policy pick a slow level that the link, once the window has grown,
+        // outruns (10 MB over a 1 Gbit/s path with a 20 ms round trip is mostly slow start).
+        let elapsed = s.elapsed_s - s.growing_s.clamp(0.0, s.elapsed_s);
+        let drained = s.drained.saturating_sub(s.growing_drained);
+        let busy = s.busy_s.clamp(0.0, elapsed);
         let measured = busy >= MIN_BUSY_S && s.busy_drained > 0;
         if measured {
             self.link = ewma(self.link, s.busy_drained as f64 / busy);
         }
         let mut lower = s.lower_bound.max(0.0);
-        if !measured {
+        if !measured && elapsed >= MIN_BUSY_S {
             // Nothing queued long enough to measure: what left is a lower bound too.
-            lower = lower.max(s.drained as f64 / s.elapsed_s);
+            lower = lower.max(drained as f64 / elapsed);
         }
         if lower > 0.0 {
             self.link = Some(self.link.map_or(lower, |l| l.max(lower)));
         }
         // Only once something has left: before the first bytes drain there is nothing to learn.
-        self.raw_probe_due = !measured && s.drained > 0 && self.current.is_some();
+        self.raw_probe_due = !measured && drained > 0 && self.current.is_some();
     }
 
     /// The receiver's decompression speed.
@@ -484,6 +496,7 @@ mod tests {
                 busy_s: 1.0,
                 busy_drained: rate as u64,
                 lower_bound: 0.0,
+                ..LinkSample::default()
             });
         }
     }
@@ -571,6 +584,7 @@ mod tests {
             busy_s: 0.0,
             busy_drained: 0,
             lower_bound: 3000.0 * MB,
+            ..LinkSample::default()
         });
         assert!(a.link_rate().unwrap() > 2900.0 * MB, "{:?}", a.link_rate());
         assert_eq!(a.decide().codec, None);
@@ -639,6 +653,7 @@ mod tests {
                 busy_s: 1.0,
                 busy_drained: 3_000_000_000,
                 lower_bound: 0.0,
+                ..LinkSample::default()
             });
             for _ in 0..715 {
                 let c = a.next_frame(4 << 20);
@@ -663,6 +678,7 @@ mod tests {
             busy_s: 100.0,
             busy_drained: 12_500_000_000,
             lower_bound: 0.0,
+            ..LinkSample::default()
         });
         let probed: Vec<i32> = (0..2000)
             .map(|_| a.next_frame(1 << 20))
@@ -686,6 +702,7 @@ mod tests {
             busy_s: 0.0,
             busy_drained: 0,
             lower_bound: 0.0,
+            ..LinkSample::default()
         });
         // Only a lower bound (90 MB/s): compressing looks best (level 3: min(560, 90 / 0.30)).
         assert_eq!(level(a.decide()), Some(3));
@@ -699,6 +716,7 @@ mod tests {
             busy_s: 0.0,
             busy_drained: 0,
             lower_bound: 2500.0 * MB,
+            ..LinkSample::default()
         });
         assert_eq!(a.decide().codec, None);
         // Off: no more raw probes, only the cheapest level now and then.
@@ -708,6 +726,7 @@ mod tests {
             busy_s: 0.0,
             busy_drained: 0,
             lower_bound: 2500.0 * MB,
+            ..LinkSample::default()
         });
         assert!((0..100).all(|_| a.next_frame(256 << 10).codec != Some(Codec::zstd(1).unwrap())));
     }
@@ -723,6 +742,7 @@ mod tests {
             busy_s: 0.16,
             busy_drained: 2_000_000,
             lower_bound: 0.0,
+            ..LinkSample::default()
         });
         assert!((a.link_rate().unwrap() / MB - 12.5).abs() < 1e-9);
         assert_eq!(level(a.decide()), Some(12));
@@ -736,5 +756,34 @@ mod tests {
         assert!((s - (500.0f64 * 300.0).sqrt()).abs() < 1e-9 && (r - 0.335).abs() < 1e-12);
         assert_eq!(prior(-7), prior(-5));
         assert_eq!(prior(22), prior(19));
+    }
+
+    /// Over a long fat path, a transfer's first round trips are slow start: bytes queue while
+    /// the congestion window, not the link, limits what leaves. Those intervals must not be
+    /// taken for a slow link (which would pick level 19 and make the compressors the
+    /// bottleneck once the window opens): the policy keeps its start level until the window
+    /// stops growing, then measures the link as usual.
+    #[test]
+    fn slow_start_is_not_taken_for_a_slow_link() {
+        let mut a = measured(2, &TEXT);
+        for _ in 0..5 {
+            // 1 MB/s left while the window grew: as slow as a 10 Mbit/s link looks.
+            a.observe_link(LinkSample {
+                drained: 100_000,
+                elapsed_s: 0.1,
+                busy_s: 0.0,
+                busy_drained: 0,
+                lower_bound: 0.0,
+                growing_s: 0.1,
+                growing_drained: 100_000,
+            });
+            assert_eq!(level(a.decide()), Some(1), "{:?}", a.link_rate());
+            // No raw frame to measure the link either: the window, not compression, held it.
+            assert!(a.next_frame(1 << 20).codec.is_some());
+        }
+        assert_eq!(a.link_rate(), None);
+        // The window stopped growing: now a busy 1.25 MB/s is the link's rate.
+        link(&mut a, 1.25 * MB);
+        assert_eq!(level(a.decide()), Some(19));
     }
 }

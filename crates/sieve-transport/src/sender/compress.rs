@@ -112,6 +112,8 @@ struct LinkState {
     busy_s: f64,
     busy_drained: u64,
     lower_bound: f64,
+    growing_s: f64,
+    growing_drained: u64,
 }
 
 /// An interval that ended with nothing queued bounds the link from below only if this much
@@ -130,7 +132,8 @@ impl LinkMonitor {
 
     /// Look at the sockets now (call before and after every write of the watched kind).
     pub(super) fn mark(&self) {
-        let (acked, queued) = self.queues.counts();
+        let drain = self.queues.counts();
+        let (acked, queued) = (drain.acknowledged, drain.queued);
         let now = Instant::now();
         let Ok(mut s) = self.state.lock() else {
             return;
@@ -139,7 +142,11 @@ impl LinkMonitor {
             let dt = now.duration_since(t).as_secs_f64();
             let d = acked.saturating_sub(a);
             s.drained += d;
-            if queued > 0 {
+            if drain.growing {
+                // The window, not the link, bounded this interval (see `LinkSample::growing_s`).
+                s.growing_s += dt;
+                s.growing_drained += d;
+            } else if queued > 0 {
                 // Bytes waited all through the interval: they left at the link's rate.
                 s.busy_s += dt;
                 s.busy_drained += d;
@@ -162,6 +169,8 @@ impl LinkMonitor {
             busy_s: s.busy_s,
             busy_drained: s.busy_drained,
             lower_bound: s.lower_bound,
+            growing_s: s.growing_s,
+            growing_drained: s.growing_drained,
         };
         let last = s.last;
         *s = LinkState {
