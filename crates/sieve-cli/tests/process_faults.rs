@@ -1,4 +1,4 @@
-//! Process faults and resource bounds with the real `sieve` binary (issue 5; RELIABILITY.md §6):
+//! Process faults and resource bounds with the real `sieve` binary (RELIABILITY.md §3c):
 //!
 //! * `sieve send` killed (SIGKILL) at random points of a 20-document session, several rounds;
 //! * `sieve serve` killed mid-session and started again on the same folder;
@@ -700,7 +700,7 @@ async fn raw_session(
     (
         sieve_transport::conn::FrameReader,
         sieve_transport::conn::FrameWriter,
-        message::Session,
+        message::SessionMsg,
     ),
     String,
 > {

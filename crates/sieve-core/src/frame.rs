@@ -32,7 +32,7 @@ pub const HEADER_LEN: usize = 5;
 pub const DEFAULT_MAX_PAYLOAD: u32 = 16 * 1024 * 1024;
 
 /// What a decoder accepts. Both ends should agree: the receiver announces its limit in
-/// [`crate::message::Session::max_payload`].
+/// [`crate::message::SessionMsg::max_payload`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Limits {
     /// Largest payload (frame length minus [`HEADER_LEN`]) accepted.

@@ -22,7 +22,7 @@
 
 // Pure functions of bytes need no unsafe code; the compiler keeps it so.
 #![forbid(unsafe_code)]
-// Every public item says what it is and what a caller must know (issue 18).
+// Every public item says what it is and what a caller must know.
 #![deny(missing_docs)]
 // Lists holding a single byte range are normal here (one classified span), not a mistaken
 // `vec![0..n]` meant as a list of indices.

@@ -8,9 +8,9 @@ use sieve_core::frame::{self, FrameError, FrameType, Limits, HEADER_LEN};
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::mac::{MacAlg, MacOffer, OfferError};
 use sieve_core::message::{
-    bucket_len, Ack, AckStatus, Bye, CompressFlags, Data, DataRef, Doc, DocCancel, DocEnd, Error,
-    Hello, Join, JoinOk, Message, MessageError, Mode, Session, ZData, ZDataRef, DATA_HEADER_LEN,
-    MAX_ADDR_LEN, MAX_MARK_LEN, MAX_NAME_LEN, MAX_TEXT_LEN, ZDATA_PREFIX_LEN,
+    bucket_len, Ack, AckStatus, Bye, CompressFlags, Data, DataRef, Doc, DocCancel, DocEnd,
+    ErrorMsg, Hello, Join, JoinOk, Message, MessageError, Mode, SessionMsg, ZData, ZDataRef,
+    DATA_HEADER_LEN, MAX_ADDR_LEN, MAX_MARK_LEN, MAX_NAME_LEN, MAX_TEXT_LEN, ZDATA_PREFIX_LEN,
 };
 use sieve_core::split::Split;
 
@@ -134,7 +134,7 @@ fn compress_flags() -> impl Strategy<Value = CompressFlags> {
     (0u8..4).prop_map(|b| CompressFlags::from_byte(b).expect("bits 0 and 1 are defined"))
 }
 
-fn session() -> impl Strategy<Value = Session> {
+fn session() -> impl Strategy<Value = SessionMsg> {
     (
         any::<[u8; 16]>(),
         text(MAX_ADDR_LEN),
@@ -155,7 +155,7 @@ fn session() -> impl Strategy<Value = Session> {
                 compression,
                 decompress_mbps,
                 decompress_cores,
-            )| Session {
+            )| SessionMsg {
                 session_id,
                 plain_addr,
                 max_payload,
@@ -266,8 +266,8 @@ fn ack() -> impl Strategy<Value = Ack> {
         )
 }
 
-fn error() -> impl Strategy<Value = Error> {
-    (any::<u16>(), text(MAX_TEXT_LEN)).prop_map(|(code, message)| Error { code, message })
+fn error() -> impl Strategy<Value = ErrorMsg> {
+    (any::<u16>(), text(MAX_TEXT_LEN)).prop_map(|(code, message)| ErrorMsg { code, message })
 }
 
 fn message() -> impl Strategy<Value = Message> {
@@ -640,7 +640,7 @@ fn string_length_beyond_payload_or_limit_is_refused() {
     // Invalid UTF-8 in an error message.
     let p = [0, 1, 2, 0xff, 0xfe];
     assert!(matches!(
-        Error::parse(&p),
+        ErrorMsg::parse(&p),
         Err(MessageError::BadUtf8 {
             field: "message",
             ..
@@ -689,7 +689,7 @@ fn unknown_enum_values_are_refused() {
             ..
         })
     ));
-    let mut s = encoded(&Message::Session(Session {
+    let mut s = encoded(&Message::Session(SessionMsg {
         session_id: [0; 16],
         plain_addr: "127.0.0.1:7080".into(),
         max_payload: 1 << 20,
@@ -704,7 +704,7 @@ fn unknown_enum_values_are_refused() {
     assert_eq!(s[at], 3);
     s[at] = 0x10;
     assert!(matches!(
-        Session::parse(&s),
+        SessionMsg::parse(&s),
         Err(MessageError::UnknownValue {
             field: "compression",
             value: 0x10,
@@ -760,7 +760,7 @@ fn mac_offers_and_choices_parse_strictly() {
         Err(MessageError::Truncated { field: "macs", .. })
     ));
 
-    let s = Session {
+    let s = SessionMsg {
         session_id: [1; 16],
         plain_addr: "127.0.0.1:7080".into(),
         max_payload: 1,
@@ -771,12 +771,12 @@ fn mac_offers_and_choices_parse_strictly() {
         decompress_cores: 1,
     };
     let mut p = encoded(&Message::Session(s.clone())).split_off(HEADER_LEN);
-    assert_eq!(Session::parse(&p), Ok(s));
+    assert_eq!(SessionMsg::parse(&p), Ok(s));
     // The MAC's code comes before the compression byte, the speed and the cores.
     let at = p.len() - 7;
     p[at] = 9;
     assert!(matches!(
-        Session::parse(&p),
+        SessionMsg::parse(&p),
         Err(MessageError::UnknownValue {
             field: "mac",
             value: 9,
@@ -787,7 +787,7 @@ fn mac_offers_and_choices_parse_strictly() {
 
 #[test]
 fn long_text_is_cut_on_encode_so_errors_can_always_be_sent() {
-    let e = Error::new(Error::INTERNAL, "ü".repeat(MAX_TEXT_LEN));
+    let e = ErrorMsg::new(ErrorMsg::INTERNAL, "ü".repeat(MAX_TEXT_LEN));
     let Message::Error(back) = through_the_wire(&Message::Error(e)) else {
         panic!()
     };

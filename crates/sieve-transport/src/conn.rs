@@ -26,7 +26,7 @@ pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 /// kept for the next frame. Honest senders' data frames are at most 4 MiB
 /// ([`crate::sender::AUTO_CHUNK_MAX`]) and their DATA prefix: a channel keeps the buffer of its
 /// frames instead of zero-filling a fresh one for each, and once it holds it never waits for the
-/// budget again (see [`crate::receiver::honest_buffer_bytes`]).
+/// budget again (see [`crate::receiver::stall_free_buffer_bytes`]).
 pub const RETAIN_BUFFER: usize = (4 << 20) + (64 << 10);
 
 /// Bytes of a frame in progress that count as activity (see [`Activity`]).

@@ -17,7 +17,7 @@ use sieve_core::message::{self, Join, Message, Mode};
 use sieve_core::split::Split;
 use sieve_core::Kind;
 use sieve_transport::conn::{BufferExhausted, BufferStats, FrameBudget, FrameReader, GROW_STEP};
-use sieve_transport::receiver::{honest_buffer_bytes, MAX_CHANNELS};
+use sieve_transport::receiver::{stall_free_buffer_bytes, MAX_CHANNELS};
 use tokio::io::AsyncWriteExt;
 
 const MIB: u64 = 1 << 20;
@@ -215,12 +215,12 @@ async fn unbudgeted_reader_takes_a_large_frame_in_steps() {
 }
 
 /// Honest sessions with every channel a HELLO may ask for, 256 KiB frames, and a budget of
-/// exactly `honest_buffer_bytes` for the session limit: every session completes, none waits
+/// exactly `stall_free_buffer_bytes` for the session limit: every session completes, none waits
 /// past its timeout, and the budget is never exceeded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_sized_for_honest_sessions_never_stalls_them() {
     const SESSIONS: usize = 4;
-    let budget = honest_buffer_bytes(SESSIONS);
+    let budget = stall_free_buffer_bytes(SESSIONS);
     let rx = Arc::new(
         TestReceiver::start_with(fast_tempdir(), |c| {
             c.limits.max_sessions = SESSIONS;
@@ -280,7 +280,7 @@ async fn a_budget_sized_for_honest_sessions_never_stalls_them() {
 /// One hostile, authenticated session: channel 0 and 16 plain channels each announce a DATA
 /// frame as large as the session's limit (its SESSION's `max_payload`) and send all of it but
 /// 4 KiB, then nothing. Returns what the receiver said on channel 0.
-async fn hostile_session(rx: &TestReceiver, sent: Arc<AtomicU64>) -> Option<message::Error> {
+async fn hostile_session(rx: &TestReceiver, sent: Arc<AtomicU64>) -> Option<message::ErrorMsg> {
     const PLAIN: u8 = 16;
     let s = RawSession::open(rx, Mode::Sieve, 1, PLAIN, 1)
         .await
@@ -478,7 +478,7 @@ async fn authenticated_large_frames_stay_within_the_buffer_budget() {
         "{told} of {HOSTILE} hostile sessions were told that memory ran out"
     );
     for e in answers.iter().flatten() {
-        assert_eq!(e.code, message::Error::LIMIT, "{e:?}");
+        assert_eq!(e.code, message::ErrorMsg::LIMIT, "{e:?}");
         assert!(
             e.message.contains("no memory free for frame buffers")
                 && e.message.contains("--max-buffer-memory"),

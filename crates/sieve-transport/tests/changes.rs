@@ -1,4 +1,4 @@
-//! A document rewritten in place while it is being sent (issue: a file that changes while it is
+//! A document rewritten in place while it is being sent (a file that changes while it is
 //! sent can put classified bytes in the clear). The sender classified it once; the rewrite keeps
 //! its size and moves a classified part into a range that was cleartext, so the bytes the sender
 //! reads for that range are now classified. The sender must notice, cancel the document

@@ -1,4 +1,4 @@
-//! The output disk fills up (issue 5, process faults): the receiver's output folder is a small
+//! The output disk fills up (a process fault): the receiver's output folder is a small
 //! tmpfs. A document that does not fit fails cleanly: no partial file, no file under its name,
 //! and the sender is told which document and why ("no space left on the receiver's disk"). The
 //! session goes on with the other documents, the receiver keeps serving, and the same document

@@ -1,5 +1,5 @@
-//! End-to-end and negative tests of the transfer (issue 3, "What it must show"): a real receiver
-//! and a real sender on loopback, every received file compared byte for byte.
+//! End-to-end and negative tests of the transfer: a real receiver and a real sender on loopback,
+//! every received file compared byte for byte.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Fault injection (issue 5): a proxy in front of the plain port (advertised to senders with
+//! Fault injection: a proxy in front of the plain port (advertised to senders with
 //! `plain_advertise`) or in front of the TLS port (the sender's `to`) delays, throttles, resets,
 //! stalls, truncates, duplicates or corrupts one direction of one connection. For every fault:
 //! the transfer completes byte-identical, or `send` fails / reports the document as failed; the

@@ -1,4 +1,4 @@
-//! Load (issue 5): 64 concurrent senders x 50 documents of mixed sizes (13 bytes to ~200 KB)
+//! Load: 64 concurrent senders x 50 documents of mixed sizes (13 bytes to ~200 KB)
 //! against one receiver. Every document must arrive byte-identical, exactly once, none lost.
 //! Prints throughput, p50/p99 session time, peak resident memory and file descriptors.
 //!

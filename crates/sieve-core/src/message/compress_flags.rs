@@ -1,5 +1,5 @@
 //! What compression a session may use: one byte in [`super::Hello`] (what the sender may send)
-//! and in [`super::Session`] (what the receiver accepts of that).
+//! and in [`super::SessionMsg`] (what the receiver accepts of that).
 //!
 //! Two kinds of compressed frames ([`super::ZData`]) exist, and each must be agreed on:
 //!

@@ -1,4 +1,4 @@
-//! `Error`: a fatal problem with the session, sent before closing the channel.
+//! `ErrorMsg`: a fatal problem with the session, sent before closing the channel.
 //!
 //! The message is for humans (logs, the command line); the code is for programs.
 
@@ -8,15 +8,15 @@ use crate::frame::FrameType;
 
 /// The peer gives up on the session.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Error {
-    /// One of the `Error::*` codes (or an application's own above 1000).
+pub struct ErrorMsg {
+    /// One of the `ErrorMsg::*` codes (or an application's own above 1000).
     pub code: u16,
     /// What went wrong, UTF-8, at most [`MAX_TEXT_LEN`] bytes (cut on a character boundary when
     /// encoding a longer one, so an error can always be sent).
     pub message: String,
 }
 
-impl Error {
+impl ErrorMsg {
     /// A frame or message could not be parsed, or came at the wrong time.
     pub const PROTOCOL: u16 = 1;
     /// The peer speaks another [`super::PROTOCOL_VERSION`].
@@ -31,8 +31,8 @@ impl Error {
     pub const SHUTDOWN: u16 = 6;
 
     /// An error with `code` and `message`.
-    pub fn new(code: u16, message: impl Into<String>) -> Error {
-        Error {
+    pub fn new(code: u16, message: impl Into<String>) -> ErrorMsg {
+        ErrorMsg {
             code,
             message: message.into(),
         }
@@ -47,9 +47,9 @@ impl Error {
     }
 
     /// Parse a payload.
-    pub fn parse(payload: &[u8]) -> Result<Error, MessageError> {
+    pub fn parse(payload: &[u8]) -> Result<ErrorMsg, MessageError> {
         let mut r = Reader::new("Error", payload);
-        let error = Error {
+        let error = ErrorMsg {
             code: r.u16("code")?,
             message: r.string("message", MAX_TEXT_LEN)?,
         };
@@ -58,10 +58,10 @@ impl Error {
     }
 }
 
-impl std::fmt::Display for Error {
+impl std::fmt::Display for ErrorMsg {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "peer error {}: {}", self.code, self.message)
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for ErrorMsg {}

@@ -20,7 +20,7 @@ use crate::split::Split;
 /// padded to size buckets ([`super::Doc::padding`]), names may be relative paths
 /// ([`crate::name`]), a sender may cancel a document ([`super::DocCancel`]), and acknowledgements
 /// say when a name exists or a document was cancelled. 5: the sender offers the cleartext MACs it
-/// supports ([`Hello::macs`]) and the receiver names the one it chose ([`super::Session::mac`]);
+/// supports ([`Hello::macs`]) and the receiver names the one it chose ([`super::SessionMsg::mac`]);
 /// HELLO says what compressed frames the sender may send and SESSION what the receiver accepts
 /// of them, with its decompression speed ([`super::CompressFlags`], [`super::ZData`]); a
 /// manifest's placement is checked as it is parsed, and runs shorter than 16 KiB share a tag
@@ -146,7 +146,7 @@ pub struct Hello {
     /// Number of documents the session will carry; 0 = not known in advance.
     pub docs: u32,
     /// The compressed frames the sender may send, if the receiver accepts them (its
-    /// [`super::Session::compression`] says which it does).
+    /// [`super::SessionMsg::compression`] says which it does).
     pub compression: CompressFlags,
     /// The cleartext MACs the sender supports, most preferred first (by its own measurement).
     /// On the wire, after every fixed field: a count byte, then one code per algorithm
@@ -268,14 +268,14 @@ pub enum HelloRefusal {
 }
 
 impl HelloRefusal {
-    /// The [`super::Error`] code the receiver answers with.
+    /// The [`super::ErrorMsg`] code the receiver answers with.
     pub fn code(&self) -> u16 {
         match self {
-            HelloRefusal::Version { .. } => super::Error::VERSION,
+            HelloRefusal::Version { .. } => super::ErrorMsg::VERSION,
             HelloRefusal::SecureChannels { .. } | HelloRefusal::PlainChannels { .. } => {
-                super::Error::PROTOCOL
+                super::ErrorMsg::PROTOCOL
             }
-            HelloRefusal::TooManyDocs { .. } => super::Error::LIMIT,
+            HelloRefusal::TooManyDocs { .. } => super::ErrorMsg::LIMIT,
         }
     }
 }
@@ -427,7 +427,7 @@ mod tests {
         h.version -= 1;
         assert_eq!(
             h.validate(1).unwrap_err().code(),
-            crate::message::Error::VERSION
+            crate::message::ErrorMsg::VERSION
         );
         let mut h = hello(Mode::Sieve, 1, 1);
         h.docs = 11;

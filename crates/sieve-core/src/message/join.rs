@@ -12,7 +12,7 @@ use crate::layout::Kind;
 /// A channel asks to join a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Join {
-    /// From [`super::Session::session_id`].
+    /// From [`super::SessionMsg::session_id`].
     pub session_id: [u8; 16],
     /// Secure (TLS) or plain (TCP) channel.
     pub kind: Kind,

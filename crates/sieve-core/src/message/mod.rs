@@ -4,7 +4,7 @@
 //! | frame | message | channel | replaces in the thesis (§4.2.4) |
 //! |---|---|---|---|
 //! | [`Hello`] | what the client wants | TLS channel 0 | fixed N = M, hard-wired ports |
-//! | [`Session`] | session id, plain address | TLS channel 0 | — |
+//! | [`SessionMsg`] | session id, plain address | TLS channel 0 | — |
 //! | [`Join`] / [`JoinOk`] | an extra channel proves membership | every extra channel | — (unauthenticated) |
 //! | [`Doc`] | manifest: name, layout, marks | TLS | `<!First!>` tag, list order strings |
 //! | [`Data`] / [`DataRef`] | a run of a secure or plain stream | any | `<!$!>` separators |
@@ -12,7 +12,7 @@
 //! | [`DocEnd`] | digest of the cleartext, stream lengths | TLS | `MSG_DONE` |
 //! | [`DocCancel`] | the sender gives a document up (its file changed) | TLS | — |
 //! | [`Ack`] | document committed (or not), timings | TLS channel 0 | `MSG_ACK` |
-//! | [`Bye`], [`Error`] | end of session | any | closing the socket |
+//! | [`Bye`], [`ErrorMsg`] | end of session | any | closing the socket |
 //!
 //! # Encoding
 //!
@@ -46,14 +46,14 @@ pub use data::{Data, DataRef, DATA_HEADER_LEN, DATA_PREFIX_LEN};
 pub use doc::{bucket_len, Doc, DocRef, MIN_DOC_BUCKET};
 pub use doc_cancel::DocCancel;
 pub use doc_end::DocEnd;
-pub use error::Error;
+pub use error::ErrorMsg;
 pub use hello::{
     Hello, HelloRefusal, Mode, MAX_CHANNELS, MAX_PLAIN_CHANNELS, MAX_SECURE_CHANNELS,
     PROTOCOL_VERSION,
 };
 pub use join::Join;
 pub use join_ok::JoinOk;
-pub use session::Session;
+pub use session::SessionMsg;
 pub use zdata::{ZData, ZDataRef, ZDATA_HEADER_LEN, ZDATA_PREFIX_LEN};
 
 use crate::frame::{self, Frame, FrameType, HEADER_LEN};
@@ -62,7 +62,7 @@ use crate::frame::{self, Frame, FrameType, HEADER_LEN};
 pub const MAX_NAME_LEN: usize = 4096;
 /// Longest address (`host:port`) in bytes.
 pub const MAX_ADDR_LEN: usize = 512;
-/// Longest human-readable message ([`Ack`], [`Error`]) in bytes; longer ones are cut on encode.
+/// Longest human-readable message ([`Ack`], [`ErrorMsg`]) in bytes; longer ones are cut on encode.
 pub const MAX_TEXT_LEN: usize = 4096;
 /// Longest mark string ([`Doc::marks`]) in bytes; marks are never empty.
 pub const MAX_MARK_LEN: usize = 64;
@@ -198,7 +198,7 @@ pub enum Message {
     /// [`FrameType::Hello`].
     Hello(Hello),
     /// [`FrameType::Session`].
-    Session(Session),
+    Session(SessionMsg),
     /// [`FrameType::Join`].
     Join(Join),
     /// [`FrameType::JoinOk`].
@@ -216,7 +216,7 @@ pub enum Message {
     /// [`FrameType::Bye`].
     Bye(Bye),
     /// [`FrameType::Error`].
-    Error(Error),
+    Error(ErrorMsg),
     /// [`FrameType::ZData`] (copied; see [`ZDataRef`] for the zero-copy path).
     ZData(ZData),
 }
@@ -226,7 +226,7 @@ impl Message {
     pub fn parse(ty: FrameType, payload: &[u8]) -> Result<Message, MessageError> {
         Ok(match ty {
             FrameType::Hello => Message::Hello(Hello::parse(payload)?),
-            FrameType::Session => Message::Session(Session::parse(payload)?),
+            FrameType::Session => Message::Session(SessionMsg::parse(payload)?),
             FrameType::Join => Message::Join(Join::parse(payload)?),
             FrameType::JoinOk => Message::JoinOk(JoinOk::parse(payload)?),
             FrameType::Doc => Message::Doc(Doc::parse(payload)?),
@@ -235,7 +235,7 @@ impl Message {
             FrameType::DocCancel => Message::DocCancel(DocCancel::parse(payload)?),
             FrameType::Ack => Message::Ack(Ack::parse(payload)?),
             FrameType::Bye => Message::Bye(Bye::parse(payload)?),
-            FrameType::Error => Message::Error(Error::parse(payload)?),
+            FrameType::Error => Message::Error(ErrorMsg::parse(payload)?),
             FrameType::ZData => Message::ZData(ZData::parse(payload)?),
         })
     }
@@ -290,12 +290,25 @@ impl Message {
 }
 
 macro_rules! impl_from {
-    ($($t:ident),*) => {$(
+    ($($variant:ident($t:ident)),*) => {$(
         impl From<$t> for Message {
             fn from(m: $t) -> Message {
-                Message::$t(m)
+                Message::$variant(m)
             }
         }
     )*};
 }
-impl_from!(Hello, Session, Join, JoinOk, Doc, Data, DocEnd, DocCancel, Ack, Bye, Error, ZData);
+impl_from!(
+    Hello(Hello),
+    Session(SessionMsg),
+    Join(Join),
+    JoinOk(JoinOk),
+    Doc(Doc),
+    Data(Data),
+    DocEnd(DocEnd),
+    DocCancel(DocCancel),
+    Ack(Ack),
+    Bye(Bye),
+    Error(ErrorMsg),
+    ZData(ZData)
+);

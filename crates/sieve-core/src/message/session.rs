@@ -1,4 +1,4 @@
-//! `Session`: receiver → client on TLS channel 0, the answer to [`super::Hello`].
+//! `SessionMsg`: receiver → client on TLS channel 0, the answer to [`super::Hello`].
 //!
 //! The user gives the client one address (the receiver's TLS port); the plain address and the
 //! session id arrive here, inside TLS.
@@ -10,7 +10,7 @@ use crate::mac::MacAlg;
 
 /// The session the receiver opened.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Session {
+pub struct SessionMsg {
     /// Random id that every [`super::Join`] names.
     pub session_id: [u8; 16],
     /// Where the plain channels connect (`host:port`), at most [`MAX_ADDR_LEN`] bytes of UTF-8.
@@ -35,7 +35,7 @@ pub struct Session {
     pub decompress_cores: u8,
 }
 
-impl Session {
+impl SessionMsg {
     /// Append the whole frame to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         write_frame(out, FrameType::Session, |out| {
@@ -51,9 +51,9 @@ impl Session {
     }
 
     /// Parse a payload.
-    pub fn parse(payload: &[u8]) -> Result<Session, MessageError> {
+    pub fn parse(payload: &[u8]) -> Result<SessionMsg, MessageError> {
         let mut r = Reader::new("Session", payload);
-        let session = Session {
+        let session = SessionMsg {
             session_id: r.array("session_id")?,
             plain_addr: r.string("plain_addr", MAX_ADDR_LEN)?,
             max_payload: r.u32("max_payload")?,

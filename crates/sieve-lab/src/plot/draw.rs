@@ -6,7 +6,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::axis::{drawable, err_of, x_axis, y_axis, Axis};
-use super::look::{de, draw_line, looks, Look};
+use super::look::{draw_line, looks, plotting_failed, Look};
 use super::text::{font, pieces, text_size, wrap, Ink};
 use super::Figure;
 
@@ -41,7 +41,7 @@ pub(super) fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     ink: Ink,
 ) -> anyhow::Result<()> {
-    root.fill(&WHITE).map_err(de)?;
+    root.fill(&WHITE).map_err(plotting_failed)?;
     let layout = Layout::new(fig, root.dim_in_pixel(), ink.measure);
     draw_title(fig, root, ink, &layout)?;
     let (chart_area, legend_area) = {
@@ -237,7 +237,7 @@ fn draw_frame<'a, DB: DrawingBackend>(
         .x_label_area_size(layout.x_area as u32)
         .y_label_area_size(layout.y_area as u32)
         .build_cartesian_2d(layout.x.clone(), layout.y.clone())
-        .map_err(de)?;
+        .map_err(plotting_failed)?;
     chart
         .configure_mesh()
         .label_style(font(TICK_FONT).color(&TRANSPARENT))
@@ -248,7 +248,7 @@ fn draw_frame<'a, DB: DrawingBackend>(
         .light_line_style(BLACK.mix(0.06))
         .axis_style(BLACK.stroke_width(1))
         .draw()
-        .map_err(de)?;
+        .map_err(plotting_failed)?;
     Ok(chart)
 }
 
@@ -396,7 +396,7 @@ fn draw_series<DB: DrawingBackend>(
                     look.color.stroke_width(2),
                     10,
                 ))
-                .map_err(de)?;
+                .map_err(plotting_failed)?;
             }
         }
         let mut segment: Vec<(f64, f64)> = Vec::new();
@@ -410,7 +410,8 @@ fn draw_series<DB: DrawingBackend>(
         draw_line(plot, look, segment)?;
         for &(px, py) in &s.points {
             if drawable(px, py, fig.log_y) {
-                plot.draw(&look.marker((px + dx, py))).map_err(de)?;
+                plot.draw(&look.marker((px + dx, py)))
+                    .map_err(plotting_failed)?;
             }
         }
     }
@@ -451,16 +452,16 @@ fn draw_legend<DB: DrawingBackend>(
     let (x0, x1) = (0, layout.legend_w - 14);
     let corners = [(x0, top), (x1, top + height)];
     area.draw(&Rectangle::new(corners, WHITE.filled()))
-        .map_err(de)?;
+        .map_err(plotting_failed)?;
     area.draw(&Rectangle::new(corners, BLACK.mix(0.45).stroke_width(1)))
-        .map_err(de)?;
+        .map_err(plotting_failed)?;
     let mut cy = top + LEGEND_PAD;
     for (lines, look) in rows.iter().zip(looks) {
         let mid = cy + LEGEND_LINE_H / 2;
         let (sx0, sx1) = (x0 + LEGEND_PAD, x0 + LEGEND_PAD + LEGEND_SAMPLE);
         draw_line(area, look, vec![(sx0, mid), (sx1, mid)])?;
         area.draw(&look.marker(((sx0 + sx1) / 2, mid)))
-            .map_err(de)?;
+            .map_err(plotting_failed)?;
         for (k, line) in lines.iter().enumerate() {
             ink.text(
                 area,

@@ -144,9 +144,11 @@ where
         Style::Thesis => return Ok(()),
         Style::Peer => area.draw(&DashedPathElement::new(pts, 2, 5, style)),
     };
-    res.map_err(de)
+    res.map_err(plotting_failed)
 }
 
-pub(super) fn de<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+/// A plotters error as an anyhow error (plotters' errors are generic over the backend, so only
+/// their `Debug` form is common to all).
+pub(super) fn plotting_failed<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("plotting failed: {e:?}")
 }

@@ -9,7 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::look::de;
+use super::look::plotting_failed;
 
 /// Font files tried in order when `SIEVE_LAB_FONT` is not set: Debian/Ubuntu DejaVu, Liberation,
 /// and Arch/Fedora's DejaVu location.
@@ -123,7 +123,9 @@ impl Ink {
         };
         let style = font(size).color(&color).transform(trans.clone());
         let Some(f) = self.font else {
-            return area.draw_text(text, &style.pos(anchor), at).map_err(de);
+            return area
+                .draw_text(text, &style.pos(anchor), at)
+                .map_err(plotting_failed);
         };
         let mut pen = 0.0;
         let glyphs: Vec<(char, f64, f64)> = text
@@ -157,7 +159,7 @@ impl Ink {
             let lx = (dx + pen).round() as i32 + lsb.floor() as i32;
             let (ox, oy) = trans.transform(lx, dy.round() as i32);
             area.draw_text(c.encode_utf8(&mut buf), &style, (at.0 + ox, at.1 + oy))
-                .map_err(de)?;
+                .map_err(plotting_failed)?;
         }
         Ok(())
     }

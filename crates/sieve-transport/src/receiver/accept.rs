@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
 use sieve_core::mac::negotiate;
-use sieve_core::message::{self, Hello, Join, JoinOk, Message, Session as SessionMsg};
+use sieve_core::message::{self, Hello, Join, JoinOk, Message, SessionMsg};
 use sieve_core::receiver::{ReceiverSession, SessionLimits};
 use sieve_core::Kind;
 use tokio::net::TcpStream;
@@ -118,7 +118,7 @@ impl Shared {
             Message::Hello(hello) => {
                 if let Some(why) = self.files_exhausted() {
                     self.stats.fd_limit_refusals.fetch_add(1, Ordering::Relaxed);
-                    let m = message::Error::new(message::Error::LIMIT, why.clone());
+                    let m = message::ErrorMsg::new(message::ErrorMsg::LIMIT, why.clone());
                     writer.send(|o| m.encode(o)).await?;
                     writer.flush().await?;
                     bail!("session refused ({peer}): {why}");
@@ -133,15 +133,15 @@ impl Shared {
                              to end",
                             self.cfg.limits.max_sessions_per_client
                         );
-                        let m = message::Error::new(message::Error::LIMIT, why.clone());
+                        let m = message::ErrorMsg::new(message::ErrorMsg::LIMIT, why.clone());
                         writer.send(|o| m.encode(o)).await?;
                         writer.flush().await?;
                         bail!("session refused ({peer}): {why}");
                     }
                 };
                 let Ok(session_permit) = self.session_permits.clone().try_acquire_owned() else {
-                    let m = message::Error::new(
-                        message::Error::LIMIT,
+                    let m = message::ErrorMsg::new(
+                        message::ErrorMsg::LIMIT,
                         "the receiver is at its session limit; try again later",
                     );
                     writer.send(|o| m.encode(o)).await?;
@@ -310,7 +310,7 @@ impl Shared {
         ) {
             Ok(sm) => sm,
             Err(why) => {
-                let m = message::Error::new(why.code(), why.to_string());
+                let m = message::ErrorMsg::new(why.code(), why.to_string());
                 writer.send(|o| m.encode(o)).await?;
                 writer.flush().await?;
                 bail!("refused HELLO from {}: {why}", who.0);
@@ -320,7 +320,7 @@ impl Shared {
         let mac = match negotiate(&hello.macs, &self.cfg.macs) {
             Ok(alg) => PlainMac::derive_for(alg, &km, &id),
             Err(why) => {
-                let m = message::Error::new(message::Error::PROTOCOL, why.to_string());
+                let m = message::ErrorMsg::new(message::ErrorMsg::PROTOCOL, why.to_string());
                 writer.send(|o| m.encode(o)).await?;
                 writer.flush().await?;
                 bail!("refused HELLO from {}: {why}", who.0);
@@ -329,7 +329,7 @@ impl Shared {
         let store = match self.session_store(peer_cert.as_deref()) {
             Ok(s) => s,
             Err(why) => {
-                let m = message::Error::new(message::Error::INTERNAL, why.clone());
+                let m = message::ErrorMsg::new(message::ErrorMsg::INTERNAL, why.clone());
                 writer.send(|o| m.encode(o)).await?;
                 writer.flush().await?;
                 bail!("session refused ({}): {why}", who.0);
@@ -392,7 +392,7 @@ impl Shared {
 
 #[cfg(test)]
 mod tests {
-    use crate::receiver::{honest_buffer_bytes, ServeLimits};
+    use crate::receiver::{stall_free_buffer_bytes, ServeLimits};
     use sieve_core::message::{self, MAX_CHANNELS};
 
     /// The default frame-buffer budget lets the default number of sessions, each with as many
@@ -400,14 +400,14 @@ mod tests {
     #[test]
     fn default_buffer_budget_fits_every_honest_channel() {
         let l = ServeLimits::default();
-        let need = honest_buffer_bytes(l.max_sessions);
+        let need = stall_free_buffer_bytes(l.max_sessions);
         assert!(
             l.max_buffer_bytes >= need,
             "default budget {} < {need} for {} sessions of {MAX_CHANNELS} channels",
             l.max_buffer_bytes,
             l.max_sessions
         );
-        // A 256 KiB chunk plus the DATA prefix is what honest_buffer_bytes counts per channel.
+        // A 256 KiB chunk plus the DATA prefix is what stall_free_buffer_bytes counts per channel.
         let frame = (256 << 10) + message::DATA_PREFIX_LEN as u64;
         assert_eq!(frame.div_ceil(1024) * 1024, 257 << 10);
     }

@@ -49,10 +49,16 @@ mod session;
 
 pub use inflate::decompress_speed_mbps;
 pub use limits::{
-    honest_buffer_bytes, honest_payload, protocol_memory_bytes, protocol_memory_share,
-    session_frame_limit, FdBudget, ServeLimits, DEFAULT_MAX_BUFFER_BYTES, HONEST_FRAME_KIB,
+    protocol_memory_bytes, protocol_memory_share, session_frame_limit, stall_free_buffer_bytes,
+    stall_free_payload, FdBudget, ServeLimits, DEFAULT_MAX_BUFFER_BYTES, FRAME_BUFFER_KIB,
     MAX_CHANNELS, MAX_OPEN_DOCS, MIN_BUFFER_BYTES, MIN_SESSION_PAYLOAD, PREAUTH_MAX_PAYLOAD,
     SESSION_BUFFER_SHARE,
+};
+// The names under which the sender's module (being rewritten) still imports these three.
+#[doc(hidden)]
+pub use limits::{
+    stall_free_buffer_bytes as honest_buffer_bytes, stall_free_payload as honest_payload,
+    FRAME_BUFFER_KIB as HONEST_FRAME_KIB,
 };
 
 pub struct ServeConfig {
@@ -239,7 +245,7 @@ impl Receiver {
         );
         let limits = &self.shared.cfg.limits;
         info!(mib = limits.max_buffer_bytes >> 20, "frame buffer budget");
-        let honest = honest_buffer_bytes(limits.max_sessions);
+        let honest = stall_free_buffer_bytes(limits.max_sessions);
         if limits.max_buffer_bytes < honest {
             warn!(
                 budget_mib = limits.max_buffer_bytes >> 20,

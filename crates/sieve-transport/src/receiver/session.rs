@@ -538,7 +538,7 @@ impl Session {
             .stats
             .buffer_refusals
             .fetch_add(1, Ordering::Relaxed);
-        let m = message::Error::new(message::Error::LIMIT, why);
+        let m = message::ErrorMsg::new(message::ErrorMsg::LIMIT, why);
         let _ = tokio::time::timeout(Duration::from_secs(1), async {
             let mut w = self.ctl.lock().await;
             w.send(|o| m.encode(o)).await?;

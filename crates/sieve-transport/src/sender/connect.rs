@@ -30,7 +30,7 @@ pub(super) struct Connected {
     pub reader0: FrameReader,
     pub writer0: FrameWriter,
     /// The receiver's SESSION answer.
-    pub session: message::Session,
+    pub session: message::SessionMsg,
     pub mac: PlainMac,
     pub cipher: String,
     /// Writers of the secure channels; channel 0's slot is `None` (it shares `writer0`).

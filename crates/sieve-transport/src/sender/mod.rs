@@ -873,7 +873,7 @@ pub async fn send_prepared(
 async fn compressor(
     cfg: &SendConfig,
     mode: Mode,
-    session: &message::Session,
+    session: &message::SessionMsg,
     sources: &[Source],
     (n_plain, same_host): (u8, bool),
     kind_queues: [Arc<SendQueues>; 2],

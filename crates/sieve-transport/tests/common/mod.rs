@@ -25,7 +25,7 @@ use sieve_core::frame::Limits;
 use sieve_core::ledger::Ledger;
 use sieve_core::mac::MacOffer;
 use sieve_core::marks::{mark_document, MarkConfig};
-use sieve_core::message::{self, Hello, Message, Mode, Session as SessionMsg};
+use sieve_core::message::{self, Hello, Message, Mode, SessionMsg};
 use sieve_core::split::Split;
 use sieve_transport::conn::{FrameReader, FrameWriter};
 use sieve_transport::mac::PlainMac;
@@ -529,7 +529,7 @@ impl RawSession {
         Self::open_offering(rx, from, (mode, secure, plain, docs), MacOffer::default()).await
     }
 
-    /// [`RawSession::open_from`] offering the cleartext MACs `macs`; an [`message::Error`]
+    /// [`RawSession::open_from`] offering the cleartext MACs `macs`; an [`message::ErrorMsg`]
     /// answer becomes an error carrying its text.
     pub async fn open_offering(
         rx: &TestReceiver,
