@@ -667,20 +667,31 @@ impl FrameWriter {
         w.flush().await.context("sending a data frame")?;
         let tcp = w.get_ref().as_ref();
         rustix::net::sockopt::set_tcp_cork(tcp, true).context("corking a plain channel")?;
-        let hdr = Data::encode_header(doc, offset, len);
-        let mut sent = 0;
-        while sent < hdr.len() {
-            sent += tcp
-                .async_io(Interest::WRITABLE, || {
-                    rustix::net::send(tcp, &hdr[sent..], rustix::net::SendFlags::MORE)
-                        .map_err(std::io::Error::from)
-                })
-                .await
-                .context("sending a data frame")?;
-        }
+        send_more(tcp, &Data::encode_header(doc, offset, len)).await?;
         let mut total = 0;
+        // Short slices are copied into `gathered` and sent in one call: a dense document (logs,
+        // CSV) has a run of cleartext every hundred bytes or so, and a system call per run cost
+        // more than copying it (8 MiB of logs with 70,000 runs: 290 ms on loopback against 15 ms
+        // for secure-only, nearly all of it in `sendfile`).
+        let mut gathered: Vec<u8> = Vec::new();
         while let Some(part) = next()? {
             for (at, bytes) in part {
+                total += bytes.len();
+                if bytes.len() < COPY_BELOW {
+                    if gathered.capacity() == 0 {
+                        gathered.reserve(GATHER);
+                    }
+                    gathered.extend_from_slice(bytes);
+                    if gathered.len() >= GATHER {
+                        send_more(tcp, &gathered).await?;
+                        gathered.clear();
+                    }
+                    continue;
+                }
+                if !gathered.is_empty() {
+                    send_more(tcp, &gathered).await?;
+                    gathered.clear();
+                }
                 let (mut pos, end) = (at, at + bytes.len() as u64);
                 while pos < end {
                     let want = usize::try_from(end - pos).unwrap_or(usize::MAX);
@@ -695,8 +706,10 @@ impl FrameWriter {
                         bail!("the file ended early (was it truncated while being sent?)");
                     }
                 }
-                total += bytes.len();
             }
+        }
+        if !gathered.is_empty() {
+            send_more(tcp, &gathered).await?;
         }
         // Uncorking sends what is left of the last segment at once.
         rustix::net::sockopt::set_tcp_cork(tcp, false).context("uncorking a plain channel")?;
@@ -713,4 +726,26 @@ impl FrameWriter {
     pub async fn shutdown(&mut self) -> Result<()> {
         self.w().shutdown().await.context("closing a connection")
     }
+}
+
+/// Slices of cleartext shorter than this are copied and sent together rather than each by
+/// `sendfile(2)`: below it, a system call costs more than the copy it saves.
+const COPY_BELOW: usize = 16 << 10;
+
+/// Most bytes of short slices gathered before they are sent.
+const GATHER: usize = 256 << 10;
+
+/// Send all of `bytes` on a corked plain socket, telling the kernel more follows.
+async fn send_more(tcp: &tokio::net::TcpStream, bytes: &[u8]) -> Result<()> {
+    let mut sent = 0;
+    while sent < bytes.len() {
+        sent += tcp
+            .async_io(Interest::WRITABLE, || {
+                rustix::net::send(tcp, &bytes[sent..], rustix::net::SendFlags::MORE)
+                    .map_err(std::io::Error::from)
+            })
+            .await
+            .context("sending a data frame")?;
+    }
+    Ok(())
 }
