@@ -157,6 +157,8 @@ mod tests {
             bytes,
             classified: (bytes as f64 * p) as u64,
             scanned,
+            // An x-P file: five classified parts per MB between cleartext runs.
+            segments: 1 + 10 * bytes.div_ceil(1_000_000),
         }
     }
 

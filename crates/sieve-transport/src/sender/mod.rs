@@ -544,6 +544,7 @@ async fn choose_mode(cfg: &SendConfig, sources: &[Source]) -> Result<DecisionRep
             bytes: s.layout.content_len(),
             classified: s.stream_len(Kind::Secure),
             scanned,
+            segments: s.layout.lens.len() as u64,
         })
         .collect();
     let host = decide::host_of(&cfg.to).await;
