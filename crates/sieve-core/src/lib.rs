@@ -45,6 +45,7 @@ pub mod plan;
 pub mod ranges;
 pub mod ranges_file;
 pub mod receiver;
+pub mod sender;
 pub mod sieve;
 pub mod split;
 
