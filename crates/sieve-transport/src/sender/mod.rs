@@ -16,18 +16,26 @@
 //!
 //! Response time = sieve + split + transfer until the last acknowledgement (which includes the
 //! receiver's combine, integrate and commit); total time = connect + response.
+//!
+//! What the protocol decides in phases 2 to 4 (what HELLO asks, whether SESSION is acceptable,
+//! what each JOIN says, the plan, which piece each channel sends next and when the window lets
+//! it, when a document's DOC_END or DOC_CANCEL goes, what an acknowledgement means) is
+//! [`sieve_core::sender::SenderSession`]'s. This module and its files drive it: they open the
+//! connections, read the files, compute the cleartext's MACs, compress, write the frames, and
+//! feed the session what happened.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde::Serialize;
 use sieve_core::batch::BatchSplit;
 use sieve_core::compress::Compression;
 use sieve_core::ledger::Ledger;
-use sieve_core::message::{self, AckStatus, Doc, Hello, Mode};
+use sieve_core::message::{self, AckStatus, Mode};
+use sieve_core::sender::{DocSpec, ManifestError, SenderConfig, SenderSession};
 use sieve_core::split::Split;
 use sieve_core::Kind;
 use tokio::sync::Mutex as AsyncMutex;
@@ -53,7 +61,7 @@ pub use decide::{DecisionReport, SendMode};
 pub use inputs::{Expanded, Input};
 
 use answers::await_answers;
-use channel::{Shared, Work};
+use channel::Shared;
 use connect::{connect, Connected};
 pub use connect::{with_default_port, DEFAULT_PORT};
 
@@ -575,13 +583,6 @@ pub async fn send_prepared(
 ) -> Result<SessionReport> {
     let cpu0 = cpu_time(None);
     let mode = prepared.mode;
-    let secure_only = mode == Mode::SecureOnly;
-    let n_secure = cfg.secure_channels.clamp(1, message::MAX_SECURE_CHANNELS);
-    let n_plain = if secure_only {
-        0
-    } else {
-        cfg.plain_channels.clamp(1, message::MAX_PLAIN_CHANNELS)
-    };
     let unclassified: Vec<String> = prepared
         .unclassified()
         .into_iter()
@@ -608,28 +609,31 @@ pub async fn send_prepared(
     );
     progress.docs.store(sources.len() as u64, Ordering::Relaxed);
 
-    // 2. Connect.
-    // Indexed by `Kind::index`: plain, then secure.
-    let chunks = cfg.chunk.sizes(
-        [Kind::Plain, Kind::Secure].map(|k| sources.iter().map(|s| s.stream_len(k)).sum()),
-        [u64::from(n_plain), u64::from(n_secure)],
-    );
-    let hello = Hello {
-        version: message::PROTOCOL_VERSION,
+    // 2. Connect. The session's protocol is the core's; this drives it.
+    let docs = sources
+        .iter()
+        .map(|s| DocSpec {
+            name: s.name.clone(),
+            layout: s.layout.clone(),
+            marks: s.marks.clone(),
+        })
+        .collect();
+    let session_cfg = SenderConfig {
         mode,
-        secure_channels: n_secure,
-        plain_channels: n_plain,
+        secure_channels: cfg.secure_channels,
+        plain_channels: cfg.plain_channels,
         split: cfg.split,
         batch_split: cfg.batch_split,
-        chunk_size: chunks[Kind::Plain.index()].max(chunks[Kind::Secure.index()]),
-        docs: sources.len() as u32,
+        chunk: cfg.chunk,
         macs: sieve_core::mac::MacOffer::only(HELLO_MAC),
         compression: compress::offer(cfg, mode),
     };
+    let mut sm = SenderSession::new(&session_cfg, docs);
+    let (n_secure, n_plain) = (sm.channels(Kind::Secure), sm.channels(Kind::Plain));
     let t_connect = Instant::now();
     let Connected {
         mut reader0,
-        mut writer0,
+        writer0,
         session,
         mac,
         cipher,
@@ -642,7 +646,7 @@ pub async fn send_prepared(
         first_tls,
         extra_tls,
         plain: plain_time,
-    } = connect(cfg, hello).await?;
+    } = connect(cfg, &mut sm).await?;
     let connect_time = t_connect.elapsed();
     if let Some(l) = &leases {
         l.watch_sockets(queues.clone());
@@ -658,94 +662,36 @@ pub async fn send_prepared(
     )
     .await?;
 
-    // Data frames must fit the receiver's frame limit, whatever chunk size was asked for.
-    let frame_room = session
-        .max_payload
-        .saturating_sub(message::DATA_PREFIX_LEN as u32);
-    let chunks = chunks.map(|c| c.min(frame_room).max(1));
-
     // 3. Split.
     let t_split = Instant::now();
-    let work = [Kind::Plain, Kind::Secure].map(|kind| {
-        let k = if kind == Kind::Secure {
-            n_secure
-        } else {
-            n_plain.max(1)
-        } as usize;
-        let lens: Vec<u64> = sources.iter().map(|s| s.stream_len(kind)).collect();
-        let plan = if sources.len() == 1 {
-            cfg.split.plan(&sources[0].layout.lens_of(kind), k)
-        } else {
-            let docs: Vec<Vec<u64>> = sources.iter().map(|s| s.layout.lens_of(kind)).collect();
-            cfg.batch_split.plan(&docs, k)
-        };
-        Work::new(plan, &lens, u64::from(chunks[kind.index()]))
-    });
+    sm.plan()?;
     let split_time = t_split.elapsed();
 
     // 4. Transfer.
     let t_transfer = Instant::now();
-    let manifests: Vec<Doc> = sources
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mut d = Doc {
-                doc: i as u32,
-                name: s.name.clone(),
-                layout: s.layout.clone(),
-                marks: s.marks.clone(),
-                padding: 0,
-            };
-            // The manifest's length, which TLS does not hide, must not count the classified
-            // parts.
-            d.pad_to_bucket(session.max_payload);
-            d
-        })
-        .collect();
-    // Check every manifest before any is sent, so an oversized one fails the session cleanly.
-    for (m, s) in manifests.iter().zip(&sources) {
-        m.validate()
-            .with_context(|| format!("{} cannot be described to the receiver", s.path.display()))?;
-        if m.encoded_len() > session.max_payload as usize {
-            bail!(
-                "{} has {} segments; its manifest ({} bytes) exceeds the receiver's frame limit of {} bytes. \
-                 Merge adjacent classified parts or split the document",
-                s.path.display(),
-                m.layout.lens.len(),
-                m.encoded_len(),
-                session.max_payload
-            );
-        }
-    }
-    for doc in &manifests {
-        writer0.send(|o| doc.encode(o)).await?;
-    }
-    writer0.flush().await?;
-    let remaining = sources
-        .iter()
-        .map(|s| AtomicU64::new(s.layout.content_len()))
-        .collect();
-    let plain_ledgers = sources.iter().map(|_| Mutex::new(Ledger::new())).collect();
+    // Every manifest is checked before any is sent, so an oversized one fails the session
+    // cleanly.
+    let empty = sm.announce().map_err(|e| manifest_error(e, &sources))?;
+    let chunks = [Kind::Plain, Kind::Secure].map(|k| sm.chunk(k) as usize);
     let n_sources = sources.len();
+    let plain_ledgers = sources.iter().map(|_| Mutex::new(Ledger::new())).collect();
     let shared = Arc::new(Shared {
         sources,
-        work,
-        remaining,
+        sm: Mutex::new(sm),
         plain_ledgers,
         ctl: AsyncMutex::new(writer0),
-        chunks: chunks.map(|c| c as usize),
+        chunks,
         mac,
         acked_below: tokio::sync::watch::Sender::new(0),
-        window: MAX_UNACKED_DOCS.min(session.max_open_docs).max(1),
-        answered: (0..n_sources).map(|_| AtomicBool::new(false)).collect(),
+        stop: (0..n_sources).map(|_| AtomicBool::new(false)).collect(),
         progress: progress.clone(),
         leases,
         compressor,
     });
-    for (i, s) in shared.sources.iter().enumerate() {
-        if s.layout.content_len() == 0 {
-            shared.finish_doc(i).await?;
-        }
+    shared.send_control().await?;
+    // Documents without a byte are complete already.
+    for doc in empty {
+        shared.finish_doc(doc).await?;
     }
     let mut counters = Vec::new();
     let mut tasks: JoinSet<Result<()>> = JoinSet::new();
@@ -780,12 +726,9 @@ pub async fn send_prepared(
         l.settle(crate::change::DRAIN_LIMIT + Duration::from_secs(1))
             .await;
     }
-    {
-        let mut w = shared.ctl.lock().await;
-        w.send(|o| message::Bye {}.encode(o)).await?;
-        w.flush().await?;
-        let _ = w.shutdown().await;
-    }
+    shared.sm()?.close();
+    shared.send_control().await?;
+    let _ = shared.ctl.lock().await.shutdown().await;
 
     let mut report = SessionReport {
         mode: decide::mode_name(mode).into(),
@@ -856,6 +799,26 @@ pub async fn send_prepared(
         None => CompressionReport::uncompressed(cfg.compress, plain_sent),
     });
     Ok(report)
+}
+
+/// Why a document cannot be announced, naming its file.
+fn manifest_error(e: ManifestError, sources: &[Source]) -> anyhow::Error {
+    let path = |doc: u32| sources[doc as usize].path.display().to_string();
+    match e {
+        ManifestError::Invalid { doc, source } => anyhow::Error::new(source)
+            .context(format!("{} cannot be described to the receiver", path(doc))),
+        ManifestError::TooLarge {
+            doc,
+            segments,
+            len,
+            max,
+        } => anyhow!(
+            "{} has {segments} segments; its manifest ({len} bytes) exceeds the receiver's frame \
+             limit of {max} bytes. Merge adjacent classified parts or split the document",
+            path(doc)
+        ),
+        ManifestError::Order(e) => e.into(),
+    }
 }
 
 /// The session's compressor, if the sender offered any compressed frame: the user's policy,
