@@ -25,21 +25,18 @@
 //! feed the session what happened.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use sieve_core::batch::BatchSplit;
 use sieve_core::compress::Compression;
-use sieve_core::ledger::Ledger;
 use sieve_core::message::{self, AckStatus, Mode};
-use sieve_core::sender::{DocSpec, ManifestError, SenderConfig, SenderSession};
+use sieve_core::sender::{DocSpec, SenderConfig, SenderSession};
 use sieve_core::split::Split;
 use sieve_core::Kind;
-use tokio::sync::Mutex as AsyncMutex;
-use tokio::task::JoinSet;
 
 use crate::change::Leases;
 use crate::cpu::cpu_time;
@@ -53,6 +50,8 @@ mod compress;
 mod connect;
 pub mod decide;
 pub mod inputs;
+mod report;
+mod transfer;
 mod zchannel;
 
 pub use compress::{CompressionReport, LevelCount};
@@ -60,9 +59,7 @@ pub use decide::{DecisionReport, SendMode};
 
 pub use inputs::{Expanded, Input};
 
-use answers::await_answers;
-use channel::Shared;
-use connect::{connect, Connected};
+use connect::connect;
 pub use connect::{with_default_port, DEFAULT_PORT};
 
 // What the session's protocol decides (frame sizes, the window of unacknowledged documents) is
@@ -582,8 +579,7 @@ pub async fn send_prepared(
     progress: Arc<Progress>,
 ) -> Result<SessionReport> {
     let cpu0 = cpu_time(None);
-    let mode = prepared.mode;
-    let unclassified: Vec<String> = prepared
+    let unclassified = prepared
         .unclassified()
         .into_iter()
         .map(String::from)
@@ -592,17 +588,12 @@ pub async fn send_prepared(
         sources,
         skipped,
         sieve_time,
-        mode: _,
+        mode,
         decision,
         _leases: leases,
     } = prepared;
     let docs_leased = sources.iter().filter(|s| s.watch().leased()).count();
-    let t_processing = Instant::now();
-    if !cfg.processing_per_secure_mb.is_zero() {
-        let secure: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
-        tokio::time::sleep(cfg.processing_per_secure_mb.mul_f64(secure as f64 / 1e6)).await;
-    }
-    let processing_time = t_processing.elapsed();
+    let processing_time = emulate_processing(cfg, &sources).await;
     progress.total_bytes.store(
         sources.iter().map(|s| s.layout.content_len()).sum(),
         Ordering::Relaxed,
@@ -610,6 +601,91 @@ pub async fn send_prepared(
     progress.docs.store(sources.len() as u64, Ordering::Relaxed);
 
     // 2. Connect. The session's protocol is the core's; this drives it.
+    let mut sm = session_for(cfg, mode, &sources);
+    let t_connect = Instant::now();
+    let connected = connect(cfg, &mut sm).await?;
+    let connect_time = t_connect.elapsed();
+    if let Some(l) = &leases {
+        l.watch_sockets(connected.queues.clone());
+    }
+    let same_host = (sm.channels(Kind::Plain), connected.same_host);
+    let kind_queues = connected.kind_queues.clone();
+    let compressor = compressor(
+        cfg,
+        mode,
+        &connected.session,
+        &sources,
+        same_host,
+        kind_queues,
+    )
+    .await?;
+
+    // 3. Split.
+    let t_split = Instant::now();
+    sm.plan()?;
+    let split_time = t_split.elapsed();
+
+    // 4. Transfer.
+    let t_transfer = Instant::now();
+    let mut report = SessionReport {
+        mode: decide::mode_name(mode).into(),
+        decision,
+        secure_channels: sm.channels(Kind::Secure),
+        plain_channels: sm.channels(Kind::Plain),
+        split: cfg.split.to_string(),
+        batch_split: cfg.batch_split.to_string(),
+        docs: sources.len(),
+        connect_ms: ms(connect_time),
+        connect_first_tls_ms: ms(connected.first_tls),
+        connect_extra_tls_ms: ms(connected.extra_tls),
+        connect_plain_ms: ms(connected.plain),
+        tls_resumed: connected.resumed,
+        sieve_ms: ms(sieve_time),
+        processing_ms: ms(processing_time),
+        split_ms: ms(split_time),
+        cipher: connected.cipher.clone(),
+        unclassified,
+        docs_leased,
+        skipped,
+        ..Default::default()
+    };
+    let shared = transfer::Transfer {
+        sm,
+        sources,
+        leases,
+        compressor,
+        progress,
+    };
+    let (shared, acks) = shared.run(cfg, connected).await?;
+    report.transfer_ms = ms(t_transfer.elapsed());
+    // The policy ran unless secure-only was asked for (`auto` runs it, whatever it chooses).
+    if let (Classify::Policy(run), false) =
+        (&cfg.classify, cfg.mode == SendMode::Fixed(Mode::SecureOnly))
+    {
+        report.detections = Some(run.counts());
+    }
+    report.response_ms =
+        report.sieve_ms + report.processing_ms + report.split_ms + report.transfer_ms;
+    report.total_ms = report.connect_ms + report.response_ms;
+    report::add_answers(&mut report, acks, &shared.sources)?;
+    report.cpu_ms = ms(cpu_time(None).saturating_sub(cpu0));
+    report::add_compression(&mut report, cfg, &shared);
+    Ok(report)
+}
+
+/// The thesis's emulated application work (see [`SendConfig::processing_per_secure_mb`]): how
+/// long it took.
+async fn emulate_processing(cfg: &SendConfig, sources: &[Source]) -> Duration {
+    let t = Instant::now();
+    if !cfg.processing_per_secure_mb.is_zero() {
+        let secure: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
+        tokio::time::sleep(cfg.processing_per_secure_mb.mul_f64(secure as f64 / 1e6)).await;
+    }
+    t.elapsed()
+}
+
+/// The protocol state machine of a session that sends `sources` in `mode` as `cfg` asks.
+fn session_for(cfg: &SendConfig, mode: Mode, sources: &[Source]) -> SenderSession {
     let docs = sources
         .iter()
         .map(|s| DocSpec {
@@ -628,197 +704,7 @@ pub async fn send_prepared(
         macs: sieve_core::mac::MacOffer::only(HELLO_MAC),
         compression: compress::offer(cfg, mode),
     };
-    let mut sm = SenderSession::new(&session_cfg, docs);
-    let (n_secure, n_plain) = (sm.channels(Kind::Secure), sm.channels(Kind::Plain));
-    let t_connect = Instant::now();
-    let Connected {
-        mut reader0,
-        writer0,
-        session,
-        mac,
-        cipher,
-        secure_writers,
-        plain_writers,
-        resumed,
-        queues,
-        kind_queues,
-        same_host,
-        first_tls,
-        extra_tls,
-        plain: plain_time,
-    } = connect(cfg, &mut sm).await?;
-    let connect_time = t_connect.elapsed();
-    if let Some(l) = &leases {
-        l.watch_sockets(queues.clone());
-    }
-
-    let compressor = compressor(
-        cfg,
-        mode,
-        &session,
-        &sources,
-        (n_plain, same_host),
-        kind_queues,
-    )
-    .await?;
-
-    // 3. Split.
-    let t_split = Instant::now();
-    sm.plan()?;
-    let split_time = t_split.elapsed();
-
-    // 4. Transfer.
-    let t_transfer = Instant::now();
-    // Every manifest is checked before any is sent, so an oversized one fails the session
-    // cleanly.
-    let empty = sm.announce().map_err(|e| manifest_error(e, &sources))?;
-    let chunks = [Kind::Plain, Kind::Secure].map(|k| sm.chunk(k) as usize);
-    let n_sources = sources.len();
-    let plain_ledgers = sources.iter().map(|_| Mutex::new(Ledger::new())).collect();
-    let shared = Arc::new(Shared {
-        sources,
-        sm: Mutex::new(sm),
-        plain_ledgers,
-        ctl: AsyncMutex::new(writer0),
-        chunks,
-        mac,
-        acked_below: tokio::sync::watch::Sender::new(0),
-        stop: (0..n_sources).map(|_| AtomicBool::new(false)).collect(),
-        progress: progress.clone(),
-        leases,
-        compressor,
-    });
-    shared.send_control().await?;
-    // Documents without a byte are complete already.
-    for doc in empty {
-        shared.finish_doc(doc).await?;
-    }
-    let mut counters = Vec::new();
-    let mut tasks: JoinSet<Result<()>> = JoinSet::new();
-    // Secure channels first, then plain ones: the order of `Progress::per_channel`.
-    let kinds = [
-        (Kind::Secure, "secure", secure_writers),
-        (Kind::Plain, "plain", plain_writers),
-    ];
-    for (kind, what, writers) in kinds {
-        for (i, w) in writers.into_iter().enumerate() {
-            let c = Arc::new(AtomicU64::new(0));
-            counters.push(c.clone());
-            let sh = shared.clone();
-            tasks.spawn(async move {
-                sh.channel(kind, i, w, c)
-                    .await
-                    .with_context(|| format!("{what} channel {i}"))
-            });
-        }
-    }
-    if let Ok(mut pc) = progress.per_channel.lock() {
-        *pc = counters;
-    }
-
-    // Acknowledgements arrive on channel 0 while the channels send.
-    let n_docs = shared.sources.len();
-    let acks = await_answers(cfg, &shared, tasks, &mut reader0, &queues, &progress).await?;
-    let transfer_time = t_transfer.elapsed();
-    if let Some(l) = &shared.leases {
-        // A changed file's writer waits until the sockets delivered what they held; the
-        // session must not end (closing them) before.
-        l.settle(crate::change::DRAIN_LIMIT + Duration::from_secs(1))
-            .await;
-    }
-    shared.sm()?.close();
-    shared.send_control().await?;
-    let _ = shared.ctl.lock().await.shutdown().await;
-
-    let mut report = SessionReport {
-        mode: decide::mode_name(mode).into(),
-        decision,
-        secure_channels: n_secure,
-        plain_channels: n_plain,
-        split: cfg.split.to_string(),
-        batch_split: cfg.batch_split.to_string(),
-        docs: n_docs,
-        connect_ms: ms(connect_time),
-        connect_first_tls_ms: ms(first_tls),
-        connect_extra_tls_ms: ms(extra_tls),
-        connect_plain_ms: ms(plain_time),
-        tls_resumed: resumed,
-        sieve_ms: ms(sieve_time),
-        split_ms: ms(split_time),
-        transfer_ms: ms(transfer_time),
-        cipher,
-        unclassified,
-        docs_leased,
-        skipped,
-        ..Default::default()
-    };
-    report.processing_ms = ms(processing_time);
-    // The policy ran unless secure-only was asked for (`auto` runs it, whatever it chooses).
-    if let (Classify::Policy(run), false) =
-        (&cfg.classify, cfg.mode == SendMode::Fixed(Mode::SecureOnly))
-    {
-        report.detections = Some(run.counts());
-    }
-    report.response_ms =
-        report.sieve_ms + report.processing_ms + report.split_ms + report.transfer_ms;
-    report.total_ms = report.connect_ms + report.response_ms;
-    for (i, a) in acks.into_iter().enumerate() {
-        let src = &shared.sources[i];
-        let a = a.context("internal error: missing acknowledgement")?;
-        report.combine_ms += a.receive_us as f64 / 1000.0;
-        report.integrate_ms += a.integrate_us as f64 / 1000.0;
-        report.commit_ms += a.commit_us as f64 / 1000.0;
-        let ok = a.status == AckStatus::Ok;
-        let d = DocReport {
-            name: src.name.clone(),
-            path: src.path.clone(),
-            bytes: src.output_len(),
-            ok,
-            error: (!ok).then(|| format!("{:?}: {}", a.status, a.message)),
-        };
-        if ok {
-            // The figures count what was stored, not what was offered.
-            report.docs_ok += 1;
-            report.bytes += src.output_len();
-            report.secure_bytes += src.stream_len(Kind::Secure);
-            report.plain_bytes += src.stream_len(Kind::Plain);
-            report.marks_bytes += src.output_len() - src.layout.content_len();
-        } else {
-            report.failures.push(d.clone());
-        }
-        report.documents.push(d);
-    }
-    report.cpu_ms = ms(cpu_time(None).saturating_sub(cpu0));
-    let plain_sent = shared
-        .sources
-        .iter()
-        .map(|s| s.stream_len(Kind::Plain))
-        .sum();
-    report.compression = Some(match &shared.compressor {
-        Some(c) => c.report().with_raw_plain(plain_sent),
-        None => CompressionReport::uncompressed(cfg.compress, plain_sent),
-    });
-    Ok(report)
-}
-
-/// Why a document cannot be announced, naming its file.
-fn manifest_error(e: ManifestError, sources: &[Source]) -> anyhow::Error {
-    let path = |doc: u32| sources[doc as usize].path.display().to_string();
-    match e {
-        ManifestError::Invalid { doc, source } => anyhow::Error::new(source)
-            .context(format!("{} cannot be described to the receiver", path(doc))),
-        ManifestError::TooLarge {
-            doc,
-            segments,
-            len,
-            max,
-        } => anyhow!(
-            "{} has {segments} segments; its manifest ({len} bytes) exceeds the receiver's frame \
-             limit of {max} bytes. Merge adjacent classified parts or split the document",
-            path(doc)
-        ),
-        ManifestError::Order(e) => e.into(),
-    }
+    SenderSession::new(&session_cfg, docs)
 }
 
 /// The session's compressor, if the sender offered any compressed frame: the user's policy,
