@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sieve_core::batch::BatchSplit;
 use sieve_core::compress::Compression;
 use sieve_core::marks::MarkConfig;
-use sieve_core::message::Mode;
+use sieve_core::message::{Mode, MAX_PLAIN_CHANNELS, MAX_SECURE_CHANNELS};
 use sieve_core::split::Split;
 use sieve_transport::sender::{
     self, Chunk, Progress, SendConfig, SendMode, Sendfile, SessionReport, Undelivered,
@@ -55,10 +55,10 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "auto")]
     pub mode: ModeArg,
     /// Number of TLS channels (1-16).
-    #[arg(long, short = 'n', default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=16))]
+    #[arg(long, short = 'n', default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=i64::from(MAX_SECURE_CHANNELS)))]
     pub secure_channels: u8,
     /// Number of plain TCP channels (1-16; ignored in secure-only mode).
-    #[arg(long, short = 'm', default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=16))]
+    #[arg(long, short = 'm', default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=i64::from(MAX_PLAIN_CHANNELS)))]
     pub plain_channels: u8,
     /// How one document is divided among channels of a kind: dynamic (free channels take the
     /// next chunk), even (thesis ES: every segment cut in k), segment (thesis SS: whole segments

@@ -47,6 +47,7 @@ pub mod ranges;
 pub mod ranges_file;
 pub mod receiver;
 pub mod report;
+pub mod sender;
 pub mod sieve;
 pub mod split;
 

@@ -54,12 +54,6 @@ pub use limits::{
     MAX_CHANNELS, MAX_OPEN_DOCS, MIN_BUFFER_BYTES, MIN_SESSION_PAYLOAD, PREAUTH_MAX_PAYLOAD,
     SESSION_BUFFER_SHARE,
 };
-// The names under which the sender's module (being rewritten) still imports these three.
-#[doc(hidden)]
-pub use limits::{
-    stall_free_buffer_bytes as honest_buffer_bytes, stall_free_payload as honest_payload,
-    FRAME_BUFFER_KIB as HONEST_FRAME_KIB,
-};
 
 pub struct ServeConfig {
     pub dir: PathBuf,

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
-use sieve_core::message::{self, Message};
+use sieve_core::message;
 use tokio::task::JoinSet;
 
 use crate::conn::FrameReader;
@@ -32,9 +32,7 @@ pub(super) async fn await_answers(
     queues: &SendQueues,
     progress: &Progress,
 ) -> Result<Vec<Option<message::Ack>>> {
-    let n_docs = shared.sources.len();
-    let mut acks: Vec<Option<message::Ack>> = vec![None; n_docs];
-    let mut acked = 0usize;
+    let mut acked = shared.sm()?.answered();
     let mut sending_done = false;
     // Progress is a byte handed to a socket, an answer, or the sockets' queues draining (on a
     // slow link they drain long after the last write) by at least DRAIN_FLOOR per second of
@@ -52,9 +50,11 @@ pub(super) async fn await_answers(
     let mut ticker = tokio::time::interval(tick);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Every way out of this loop short of an answer for each document says what was delivered.
-    let undelivered =
-        |what: String, acks: &[Option<message::Ack>]| Undelivered::new(what, acks, &shared.sources);
-    while acked < n_docs {
+    let undelivered = |what: String| match shared.sm() {
+        Ok(sm) => Undelivered::new(what, sm.answers(), &shared.sources),
+        Err(e) => Undelivered::new(format!("{what} ({e})"), &[], &shared.sources),
+    };
+    while !shared.sm()?.all_answered() {
         tokio::select! {
             r = tasks.join_next(), if !sending_done => match r {
                 None => sending_done = true,
@@ -63,11 +63,11 @@ pub(super) async fn await_answers(
                     tasks.abort_all();
                     tracing::debug!("a channel failed: {e:#}");
                     let what = format!("sending failed: {}", explain::connection_lost(&e, "the receiver"));
-                    return Err(anyhow!(undelivered(what, &acks)));
+                    return Err(anyhow!(undelivered(what)));
                 }
                 Some(Err(e)) => {
                     tasks.abort_all();
-                    return Err(anyhow!("{e}").context(undelivered("a channel task failed".into(), &acks)));
+                    return Err(anyhow!("{e}").context(undelivered("a channel task failed".into())));
                 }
             },
             _ = ticker.tick() => {
@@ -83,7 +83,7 @@ pub(super) async fn await_answers(
                         "no progress for {:.1} s (--idle-timeout): the receiver stopped answering",
                         since.elapsed().as_secs_f64()
                     );
-                    return Err(anyhow!(undelivered(what, &acks)));
+                    return Err(anyhow!(undelivered(what)));
                 }
             }
             // Reading a frame is cancel-safe: a tick that wins keeps the bytes read so far.
@@ -92,37 +92,33 @@ pub(super) async fn await_answers(
                     tasks.abort_all();
                     tracing::debug!("channel 0 failed: {e:#}");
                     let what = explain::connection_lost(&e, "the receiver");
-                    return Err(anyhow!(undelivered(what, &acks)));
+                    return Err(anyhow!(undelivered(what)));
                 }
-                Ok(Message::Ack(a)) => {
-                    let i = a.doc as usize;
-                    if i >= n_docs || acks[i].is_some() {
-                        tasks.abort_all();
-                        let what = format!("the receiver acknowledged document {} twice or out of range", a.doc);
-                        return Err(anyhow!(undelivered(what, &acks)));
+                Ok(msg) => {
+                    let answer = shared.sm()?.on_answer(msg);
+                    let a = match answer {
+                        Ok(a) => a,
+                        Err(ended) => {
+                            tasks.abort_all();
+                            return Err(anyhow!(undelivered(ended.to_string())));
+                        }
+                    };
+                    if a.unfinished {
+                        // Its remaining bytes are dropped by the receiver: read no more of them.
+                        shared.stop[a.doc as usize].store(true, Ordering::Release);
                     }
-                    shared.answered[i].store(true, Ordering::Release);
-                    acks[i] = Some(a);
-                    acked += 1;
-                    let below = *shared.acked_below.borrow() as usize;
-                    let below = below + acks[below..].iter().take_while(|a| a.is_some()).count();
-                    shared.acked_below.send_replace(below as u32);
+                    let below = {
+                        let sm = shared.sm()?;
+                        acked = sm.answered();
+                        sm.acked_below()
+                    };
+                    shared.acked_below.send_replace(below);
                     progress.docs_acked.store(acked as u64, Ordering::Relaxed);
-                    if acks[i].as_ref().is_some_and(|a| a.status == message::AckStatus::Ok) {
+                    if a.delivered {
                         if let Ok(mut d) = progress.delivered.lock() {
-                            d.push(shared.sources[i].name.clone());
+                            d.push(shared.sources[a.doc as usize].name.clone());
                         }
                     }
-                }
-                Ok(Message::Error(e)) => {
-                    tasks.abort_all();
-                    let what = format!("the receiver ended the session: {}", e.message);
-                    return Err(anyhow!(undelivered(what, &acks)));
-                }
-                Ok(other) => {
-                    tasks.abort_all();
-                    let what = format!("unexpected message from the receiver: {other:?}");
-                    return Err(anyhow!(undelivered(what, &acks)));
                 }
             }
         }
@@ -131,12 +127,7 @@ pub(super) async fn await_answers(
     while let Some(r) = tasks.join_next().await {
         r.map_err(|e| anyhow!("a channel task failed: {e}"))
             .and_then(|r| r)
-            .map_err(|e| {
-                e.context(undelivered(
-                    "a channel failed after the last answer".into(),
-                    &acks,
-                ))
-            })?;
+            .map_err(|e| e.context(undelivered("a channel failed after the last answer".into())))?;
     }
-    Ok(acks)
+    Ok(shared.sm()?.answers().to_vec())
 }

@@ -1,16 +1,15 @@
-//! Phase 4 of a send, *transfer*, as each channel sees it: take the next piece of its stream (from
-//! the thesis's plan or the dynamic scheduler), send it as DATA frames, MAC the cleartext, and
-//! close each document with its DOC_END once its last byte is out, or with a DOC_CANCEL if its
-//! file changed meanwhile ([`crate::change`]).
+//! Phase 4 of a send, *transfer*, as each channel sees it: take the next piece of its stream from
+//! the session (the thesis's plan or the dynamic scheduler), send it as DATA frames, MAC the
+//! cleartext, and, when the session says a document's last piece is out, report its digest (or
+//! that its file changed meanwhile, [`crate::change`]) so that its DOC_END (or DOC_CANCEL) goes.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Context, Result};
-use sieve_core::chunk::ChunkScheduler;
 use sieve_core::ledger::Ledger;
-use sieve_core::message::{DocCancel, DocEnd};
-use sieve_core::{Kind, Piece, Plan};
+use sieve_core::sender::{Assignment, Channel, Finish, SenderSession};
+use sieve_core::Kind;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::change::Leases;
@@ -22,52 +21,23 @@ use crate::source::{Slice, Source};
 use super::compress::Compressor;
 use super::Progress;
 
-/// Per-kind source of pieces for the channels.
-pub(super) enum Work {
-    /// A precomputed thesis plan: channel i takes `plan.channels[i]` in order.
-    Plan(Vec<Mutex<std::vec::IntoIter<Piece>>>),
-    /// Whoever is free takes the next chunk.
-    Dynamic(Mutex<ChunkScheduler>),
-}
-
-impl Work {
-    pub(super) fn new(plan: Option<Plan>, lens: &[u64], chunk: u64) -> Work {
-        match plan {
-            Some(p) => Work::Plan(
-                p.channels
-                    .into_iter()
-                    .map(|c| Mutex::new(c.into_iter()))
-                    .collect(),
-            ),
-            None => Work::Dynamic(Mutex::new(ChunkScheduler::new(lens, chunk))),
-        }
-    }
-
-    pub(super) fn next(&self, channel: usize) -> Option<Piece> {
-        match self {
-            Work::Plan(ch) => ch.get(channel)?.lock().ok()?.next(),
-            Work::Dynamic(s) => s.lock().ok()?.next(),
-        }
-    }
-}
-
+/// What the channel tasks of one session share: the protocol's state machine, channel 0's
+/// writer, the documents and their cleartext ledgers.
 pub(super) struct Shared {
     pub(super) sources: Vec<Source>,
-    pub(super) work: [Work; 2],
-    /// Bytes of each document not yet sent (both kinds).
-    pub(super) remaining: Vec<AtomicU64>,
+    /// The session's protocol: which piece each channel sends next, when a document ends, what
+    /// goes on channel 0. Taken once per piece, never per frame.
+    pub(super) sm: Mutex<SenderSession>,
     pub(super) plain_ledgers: Vec<Mutex<Ledger>>,
     pub(super) ctl: AsyncMutex<FrameWriter>,
     /// Most bytes per data frame, by [`Kind::index`].
     pub(super) chunks: [usize; 2],
     pub(super) mac: PlainMac,
-    /// Every document below this index is acknowledged.
+    /// [`SenderSession::acked_below`], published for channels waiting for the window.
     pub(super) acked_below: tokio::sync::watch::Sender<u32>,
-    /// Most documents in progress at once (see [`MAX_UNACKED_DOCS`]).
-    pub(super) window: u32,
-    /// Documents the receiver has answered for; set for a failure that comes before all their
-    /// bytes are sent (a full disk), whose remaining pieces the channels then skip.
-    pub(super) answered: Vec<AtomicBool>,
+    /// Documents whose remaining bytes are not to be sent: the receiver answered them before
+    /// their last piece went (a full disk). Read per frame, so kept out of the session's lock.
+    pub(super) stop: Vec<AtomicBool>,
     pub(super) progress: Arc<Progress>,
     /// Answers the documents' lease breaks while they are sent.
     pub(super) leases: Option<Leases>,
@@ -76,43 +46,49 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// The session's state machine.
+    pub(super) fn sm(&self) -> Result<std::sync::MutexGuard<'_, SenderSession>> {
+        lock(&self.sm, "the sender's session")
+    }
+
+    /// Write what the session queued for channel 0 (manifests, DOC_END, DOC_CANCEL, BYE), in its
+    /// order, and flush.
+    pub(super) async fn send_control(&self) -> Result<()> {
+        let mut w = self.ctl.lock().await;
+        loop {
+            // The session's lock is not held across the write.
+            let next = self.sm()?.poll_control();
+            let Some(c) = next else { break };
+            w.send(|o| c.encode(o)).await?;
+        }
+        w.flush().await
+    }
+
     /// Every byte of `doc` is sent: vouch for it with its DOC_END, or, if its file changed since
     /// it was opened, cancel it (the receiver then removes it).
-    pub(super) async fn finish_doc(&self, doc: usize) -> Result<()> {
-        let src = &self.sources[doc];
-        match src.watch().check_final() {
-            Ok(()) => self.send_doc_end(doc).await,
+    pub(super) async fn finish_doc(&self, doc: u32) -> Result<()> {
+        let src = &self.sources[doc as usize];
+        let how = match src.watch().check_final() {
+            Ok(()) => Finish::Sent {
+                plain_digest: lock(
+                    &self.plain_ledgers[doc as usize],
+                    "the sender's cleartext ledger",
+                )?
+                .finish(src.stream_len(Kind::Plain))
+                .context("internal error: the sender's own ledger is inconsistent")?,
+            },
             Err(why) => {
                 tracing::warn!(
                     "{} changed while it was being sent ({why}): the document is cancelled",
                     src.path.display()
                 );
-                // The receiver learns the document's name, not the sender's path.
-                let m = DocCancel {
-                    doc: doc as u32,
-                    reason: format!("{} changed while it was being sent: {why}", src.name),
-                };
-                let mut w = self.ctl.lock().await;
-                w.send(|o| m.encode(o)).await?;
-                w.flush().await
+                Finish::Changed {
+                    why: why.to_string(),
+                }
             }
-        }
-    }
-
-    async fn send_doc_end(&self, doc: usize) -> Result<()> {
-        let src = &self.sources[doc];
-        let digest = lock(&self.plain_ledgers[doc], "the sender's cleartext ledger")?
-            .finish(src.stream_len(Kind::Plain))
-            .context("internal error: the sender's own ledger is inconsistent")?;
-        let end = DocEnd {
-            doc: doc as u32,
-            plain_digest: digest,
-            secure_len: src.stream_len(Kind::Secure),
-            plain_len: src.stream_len(Kind::Plain),
         };
-        let mut w = self.ctl.lock().await;
-        w.send(|o| end.encode(o)).await?;
-        w.flush().await
+        self.sm()?.finish_doc(doc, how);
+        self.send_control().await
     }
 
     /// Send `len` bytes of `doc`'s cleartext from stream offset `off` as one frame, straight from
@@ -183,27 +159,28 @@ impl Shared {
         Ok(())
     }
 
-    /// `n` more bytes of `doc` are written (or skipped); after its last byte, its DOC_END goes.
+    /// The last piece of `doc` still out is written to this channel: flush it (the pieces on
+    /// other channels went out before they were reported), then end the document.
+    pub(super) async fn doc_done(&self, doc: u32, w: &mut Option<FrameWriter>) -> Result<()> {
+        match w.as_mut() {
+            Some(w) => w.flush().await?,
+            None => self.ctl.lock().await.flush().await?,
+        }
+        self.finish_doc(doc).await
+    }
+
+    /// `piece` is written (or skipped): if it was its document's last piece out, end the
+    /// document.
     pub(super) async fn piece_done(
         &self,
-        doc: u32,
-        n: u64,
+        piece: sieve_core::Piece,
         w: &mut Option<FrameWriter>,
     ) -> Result<()> {
-        let left = self.remaining[doc as usize].fetch_sub(n, Ordering::AcqRel) - n;
-        // A document the receiver has already answered for (a failure) needs no DOC_END, and
-        // its ledger lacks the skipped pieces.
-        if left == 0 && !self.answered[doc as usize].load(Ordering::Acquire) {
-            // Everything of this document is written to its channels; the pieces on other
-            // channels went out before their counters dropped, so flush ours too.
-            if let Some(w) = w.as_mut() {
-                w.flush().await?;
-            } else {
-                self.ctl.lock().await.flush().await?;
-            }
-            self.finish_doc(doc as usize).await?;
+        let finished = self.sm()?.piece_sent(piece);
+        match finished {
+            Some(doc) => self.doc_done(doc, w).await,
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Send every piece this channel is given. `w` is `None` for channel 0, which shares `ctl`.
@@ -223,8 +200,16 @@ impl Shared {
         let chunk = self.chunks[kind.index()];
         let mut buf = vec![0u8; chunk];
         let mut release = Release::default();
-        while let Some(piece) = self.work[kind.index()].next(idx) {
-            self.wait_for_window(piece.doc, &mut w).await?;
+        let ch = channel(kind, idx);
+        // One call to the session per piece: report the one sent, take the next.
+        let mut step = self.sm()?.advance(ch, None);
+        loop {
+            if let Some(doc) = step.finished {
+                self.doc_done(doc, &mut w).await?;
+            }
+            let Some(a) = step.next else { break };
+            self.wait_for_window(a, &mut w).await?;
+            let piece = a.piece;
             let src = &self.sources[piece.doc as usize];
             let mut off = piece.offset;
             let end = piece.offset + piece.len;
@@ -237,9 +222,9 @@ impl Shared {
                     // comes, or its file changed and it will be cancelled: the rest of the piece
                     // is not worth the bandwidth (and, changed, must not be read).
                     drop(reading);
-                    let n = end - off;
-                    self.progress.skipped.fetch_add(n, Ordering::Relaxed);
-                    self.piece_done(piece.doc, n, &mut w).await?;
+                    self.progress
+                        .skipped
+                        .fetch_add(end - off, Ordering::Relaxed);
                     break;
                 }
                 let n = ((end - off) as usize).min(chunk);
@@ -252,8 +237,8 @@ impl Shared {
                 drop(reading);
                 counter.fetch_add(n as u64, Ordering::Relaxed);
                 off += n as u64;
-                self.piece_done(piece.doc, n as u64, &mut w).await?;
             }
+            step = self.sm()?.advance(ch, Some(piece));
         }
         release.finish(&self.sources);
         self.close(&mut w).await
@@ -262,19 +247,19 @@ impl Shared {
     /// Whether the rest of `doc` is not to be sent: the receiver has answered for it already (a
     /// failure), or its file changed (it will be cancelled, and must not be read any more).
     pub(super) fn skip(&self, doc: u32) -> bool {
-        self.answered[doc as usize].load(Ordering::Acquire)
+        self.stop[doc as usize].load(Ordering::Acquire)
             || self.sources[doc as usize].watch().check().is_err()
     }
 
-    /// Before a piece of `doc`: the receiver holds a file open per document in progress, so
-    /// start this one only once the document `window` places back (and all before it) is
-    /// acknowledged. Flushes first: that document may still have bytes in our buffer.
+    /// Before a piece the session placed beyond the window (the receiver holds a file open per
+    /// document in progress): wait until the documents it waits for are answered. Flushes
+    /// first: those documents may still have bytes in our buffer.
     pub(super) async fn wait_for_window(
         &self,
-        doc: u32,
+        a: Assignment,
         w: &mut Option<FrameWriter>,
     ) -> Result<()> {
-        if let Some(need) = doc.checked_sub(self.window) {
+        if let Some(need) = a.after {
             match w.as_mut() {
                 Some(w) => w.flush().await?,
                 None => self.ctl.lock().await.flush().await?,
@@ -347,6 +332,15 @@ impl Shared {
             None => self.ctl.lock().await.flush().await?,
         }
         Ok(())
+    }
+}
+
+/// The session's name for the `idx`th channel of `kind`.
+pub(super) fn channel(kind: Kind, idx: usize) -> Channel {
+    Channel {
+        kind,
+        // At most MAX_SECURE_CHANNELS or MAX_PLAIN_CHANNELS of a kind.
+        index: u8::try_from(idx).unwrap_or(u8::MAX),
     }
 }
 

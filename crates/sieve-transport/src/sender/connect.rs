@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use rustls::pki_types::ServerName;
 use sieve_core::frame::Limits;
-use sieve_core::message::{self, Hello, Join, Message};
+use sieve_core::message::{self, Join, Message};
+use sieve_core::sender::{Channel, JoinRefused, SenderSession};
 use sieve_core::Kind;
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
@@ -29,7 +30,7 @@ pub(super) struct Connected {
     /// Channel 0: acknowledgements arrive here.
     pub reader0: FrameReader,
     pub writer0: FrameWriter,
-    /// The receiver's SESSION answer.
+    /// The receiver's SESSION answer (the session's state machine has taken it too).
     pub session: message::SessionMsg,
     pub mac: PlainMac,
     pub cipher: String,
@@ -52,8 +53,8 @@ pub(super) struct Connected {
     pub plain: Duration,
 }
 
-/// Open channel 0, say `hello`, and join the session's other channels.
-pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected> {
+/// Open channel 0, say the session's HELLO, and join its other channels.
+pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<Connected> {
     let t_connect = Instant::now();
     let host = cfg.server_name.clone().unwrap_or_else(|| host_of(&cfg.to));
     let name = ServerName::try_from(host.clone())
@@ -72,7 +73,8 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
     let limits = Limits::default();
     let mut reader0 = FrameReader::new(tls0.read, limits);
     let mut writer0 = FrameWriter::new(tls0.write);
-    let (n_secure, n_plain) = (hello.secure_channels, hello.plain_channels);
+    let (n_secure, n_plain) = (sm.channels(Kind::Secure), sm.channels(Kind::Plain));
+    let hello = *sm.hello();
     writer0.send(|o| hello.encode(o)).await?;
     writer0.flush().await?;
     let answer = tokio::time::timeout(cfg.idle_timeout, reader0.message())
@@ -92,36 +94,25 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
             explain::connection_lost(&e, "the receiver")
         )
     })?;
-    let session = match answer {
-        Message::Session(s) => s,
-        Message::Error(e) => bail!("the receiver refused the session: {}", e.message),
-        other => bail!("unexpected answer to HELLO: {other:?}"),
-    };
+    let session = sm.on_hello_answer(answer)?.clone();
     let key = JoinKey::derive(&exported, &session.session_id);
-    let mac = PlainMac::derive(&exported, &session.session_id);
+    let mac = PlainMac::derive_for(session.mac, &exported, &session.session_id);
 
     let t_extra = Instant::now();
     let mut extra = JoinSet::new();
     for i in 1..n_secure {
-        let (cfg, connector, name, key, queues, secure_q) = (
+        let (cfg, connector, name, queues, secure_q) = (
             cfg.clone(),
             connector.clone(),
             name.clone(),
-            key.clone(),
             queues.clone(),
             secure_q.clone(),
         );
-        let sid = session.session_id;
+        let j = sm.join(channel(Kind::Secure, i), key.token(Kind::Secure, i))?;
         extra.spawn(async move {
             let (tls, _) = tls_connect(&cfg, &connector, &name, (&queues, &secure_q)).await?;
             let (r, w, resumed) = (tls.read, tls.write, tls.resumed);
-            let j = Join {
-                session_id: sid,
-                kind: Kind::Secure,
-                index: i,
-                token: key.token(Kind::Secure, i),
-            };
-            let w = join(
+            let (w, answer) = join(
                 FrameReader::new(r, limits),
                 FrameWriter::new(w),
                 j,
@@ -129,13 +120,14 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
                 cfg.idle_timeout,
             )
             .await?;
-            anyhow::Ok((i, w, resumed))
+            anyhow::Ok((i, w, answer, resumed))
         });
     }
     let mut secure_writers: Vec<Option<FrameWriter>> = (0..n_secure).map(|_| None).collect();
     let mut resumed = 0;
     while let Some(r) = extra.join_next().await {
-        let (i, w, res) = r??;
+        let (i, w, answer, res) = r??;
+        joined(sm, channel(Kind::Secure, i), answer, "a secure channel")?;
         secure_writers[i as usize] = Some(w);
         resumed += usize::from(res);
     }
@@ -147,10 +139,10 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
     let mut plains = JoinSet::new();
     let (idle, sendfile) = (cfg.idle_timeout, cfg.sendfile);
     for i in 0..n_plain {
-        let (key, queues) = (key.clone(), queues.clone());
+        let queues = queues.clone();
         let plain_q = kind_queues[Kind::Plain.index()].clone();
-        let sid = session.session_id;
         let advertised = advertised.clone();
+        let j = sm.join(channel(Kind::Plain, i), key.token(Kind::Plain, i))?;
         plains.spawn(async move {
             let tcp = TcpStream::connect(plain_addr).await.map_err(|e| {
                 let why = match e.kind() {
@@ -174,31 +166,31 @@ pub(super) async fn connect(cfg: &SendConfig, hello: Hello) -> Result<Connected>
             plain_q.watch(&tcp);
             let local = is_same_host(&tcp);
             let (r, w) = tcp.into_split();
-            let j = Join {
-                session_id: sid,
-                kind: Kind::Plain,
-                index: i,
-                token: key.token(Kind::Plain, i),
-            };
             let w = if sendfile == Sendfile::Always {
                 FrameWriter::tcp(w)
             } else {
                 FrameWriter::new(Box::new(w))
             };
             let what = format!("the plain channel to {plain_addr}");
-            let w = join(FrameReader::new(Box::new(r), limits), w, j, &what, idle).await?;
-            anyhow::Ok((i, w, local))
+            let (w, answer) =
+                join(FrameReader::new(Box::new(r), limits), w, j, &what, idle).await?;
+            anyhow::Ok((i, w, answer, local))
         });
     }
     let mut plain_writers: Vec<Option<FrameWriter>> = (0..n_plain).map(|_| None).collect();
     while let Some(r) = plains.join_next().await {
-        let (i, w, local) = r??;
+        let (i, w, answer, local) = r??;
+        let what = format!("the plain channel to {plain_addr}");
+        joined(sm, channel(Kind::Plain, i), answer, &what)?;
         plain_writers[i as usize] = Some(w);
         if i == 0 {
             same_host = local;
         }
     }
     let plain_time = t_plain.elapsed();
+    if !sm.all_joined() {
+        bail!("internal error: a channel of the session did not join");
+    }
     Ok(Connected {
         reader0,
         writer0,
@@ -278,13 +270,14 @@ fn is_same_host(tcp: &TcpStream) -> bool {
     }
 }
 
+/// Send `join` and read the receiver's answer ([`joined`] says whether it is accepted).
 async fn join(
     mut r: FrameReader,
     mut w: FrameWriter,
     join: Join,
     what: &str,
     limit: Duration,
-) -> Result<FrameWriter> {
+) -> Result<(FrameWriter, Message)> {
     w.send(|o| join.encode(o)).await?;
     w.flush().await?;
     let answer = tokio::time::timeout(limit, r.message())
@@ -297,11 +290,20 @@ async fn join(
                 explain::connection_lost(&e, "the peer")
             )
         })?;
-    match answer {
-        Message::JoinOk(_) => Ok(w),
-        Message::Error(e) => bail!("{what} refused: {}", e.message),
-        other => bail!("{what}: unexpected answer {other:?}"),
-    }
+    Ok((w, answer))
+}
+
+/// The receiver's answer to `channel`'s JOIN, told to the session: `what` names the channel in
+/// the error.
+fn joined(sm: &mut SenderSession, channel: Channel, answer: Message, what: &str) -> Result<()> {
+    sm.on_join_answer(channel, answer).map_err(|e| match e {
+        JoinRefused::Refused(why) => anyhow!("{what} refused: {why}"),
+        JoinRefused::Unexpected(other) => anyhow!("{what}: unexpected answer {other}"),
+    })
+}
+
+fn channel(kind: Kind, index: u8) -> Channel {
+    Channel { kind, index }
 }
 
 fn host_of(addr: &str) -> String {

@@ -16,9 +16,16 @@
 //!
 //! Response time = sieve + split + transfer until the last acknowledgement (which includes the
 //! receiver's combine, integrate and commit); total time = connect + response.
+//!
+//! What the protocol decides in phases 2 to 4 (what HELLO asks, whether SESSION is acceptable,
+//! what each JOIN says, the plan, which piece each channel sends next and when the window lets
+//! it, when a document's DOC_END or DOC_CANCEL goes, what an acknowledgement means) is
+//! [`sieve_core::sender::SenderSession`]'s. This module and its files drive it: they open the
+//! connections, read the files, compute the cleartext's MACs, compress, write the frames, and
+//! feed the session what happened.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,12 +33,10 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use sieve_core::batch::BatchSplit;
 use sieve_core::compress::Compression;
-use sieve_core::ledger::Ledger;
-use sieve_core::message::{self, AckStatus, Doc, Hello, Mode};
+use sieve_core::message::{self, AckStatus, Mode};
+use sieve_core::sender::{DocSpec, SenderConfig, SenderSession};
 use sieve_core::split::Split;
 use sieve_core::Kind;
-use tokio::sync::Mutex as AsyncMutex;
-use tokio::task::JoinSet;
 
 use crate::change::Leases;
 use crate::cpu::cpu_time;
@@ -45,6 +50,8 @@ mod compress;
 mod connect;
 pub mod decide;
 pub mod inputs;
+mod report;
+mod transfer;
 mod zchannel;
 
 pub use decide::SendMode;
@@ -54,14 +61,14 @@ pub use sieve_core::report::{
 
 pub use inputs::{Expanded, Input};
 
-use answers::await_answers;
-use channel::{Shared, Work};
-use connect::{connect, Connected};
+use connect::connect;
 pub use connect::{with_default_port, DEFAULT_PORT};
 
-/// Most documents a session has in progress (some bytes sent, not yet acknowledged) at once,
-/// fewer if the receiver's SESSION says it holds fewer open (`max_open_docs`).
-pub const MAX_UNACKED_DOCS: u32 = 512;
+// What the session's protocol decides (frame sizes, the window of unacknowledged documents) is
+// the core's; these are re-exported for the command line and the tests.
+pub use sieve_core::sender::{
+    Chunk, AUTO_CHUNKS_PER_CHANNEL, AUTO_CHUNK_MAX, AUTO_CHUNK_MIN, MAX_UNACKED_DOCS,
+};
 
 /// Everything `sieve send` needs besides the files.
 #[derive(Clone)]
@@ -109,82 +116,8 @@ pub struct SendConfig {
     pub compress_classified: bool,
 }
 
-/// The chunk of classified bytes, and the smallest chunk of cleartext, that [`Chunk::Auto`]
-/// picks.
-pub const AUTO_CHUNK_MIN: u32 = 256 << 10;
-
-/// Largest chunk of cleartext [`Chunk::Auto`] picks.
-pub const AUTO_CHUNK_MAX: u32 = 4 << 20;
-
 // The receiver keeps the buffer of every frame an automatic chunk makes.
 const _: () = assert!(AUTO_CHUNK_MAX as usize + (64 << 10) <= crate::conn::RETAIN_BUFFER);
-
-/// How many chunks [`Chunk::Auto`] wants each plain channel to take from the cleartext, so that
-/// the dynamic split can still even out channels of different speeds.
-pub const AUTO_CHUNKS_PER_CHANNEL: u64 = 8;
-
-/// How large the dynamic split's chunks are; a data frame never holds more than one chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Chunk {
-    /// Classified bytes in chunks of [`AUTO_CHUNK_MIN`]; cleartext in chunks sized to the
-    /// session: its bytes over [`AUTO_CHUNKS_PER_CHANNEL`] chunks per plain channel, within
-    /// [`AUTO_CHUNK_MIN`] and [`AUTO_CHUNK_MAX`], and never above what keeps the receiver's
-    /// frame-buffer budget safe for sessions of this many channels
-    /// ([`honest_payload`](crate::receiver::honest_payload); 256 KiB for 16 + 16 channels).
-    ///
-    /// Why the two kinds differ: every cleartext frame costs a MAC, a socket write and its push
-    /// through the TCP stack, a wake-up and a frame's bookkeeping at the receiver, so large
-    /// documents want large frames (1 GiB at P = 0.1 over 1 + 1 channels on loopback answered
-    /// about 4 % sooner with 4 MiB frames than with 256 KiB ones, 10 order-balanced rounds).
-    /// TLS cuts its records at 16 KiB whatever the frame, and secure-only answered no sooner
-    /// with larger frames (1.02 [0.89..1.17] of the time with 256 KiB ones), so classified
-    /// bytes, and with them the secure-only baseline, keep the small chunk. Documents of the
-    /// thesis's sizes (a few MB) need small chunks anyway, to spread over several channels.
-    Auto,
-    /// This many bytes, for both kinds.
-    Bytes(u32),
-}
-
-impl Chunk {
-    /// The chunk of each kind's stream, indexed by [`Kind::index`], for a session whose streams
-    /// hold `bytes[kind]` bytes over `channels[kind]` channels.
-    pub fn sizes(self, bytes: [u64; 2], channels: [u64; 2]) -> [u32; 2] {
-        match self {
-            Chunk::Bytes(n) => [n, n],
-            Chunk::Auto => {
-                let plain = Kind::Plain.index();
-                let min = u64::from(AUTO_CHUNK_MIN);
-                let max = crate::receiver::honest_payload(channels.iter().sum())
-                    .min(u64::from(AUTO_CHUNK_MAX))
-                    .max(min);
-                let per_channel =
-                    bytes[plain].div_ceil(channels[plain].max(1) * AUTO_CHUNKS_PER_CHANNEL);
-                // Whole 64 KiB units (`min` is one, so the cap never falls below it).
-                let unit = 64 << 10;
-                let n = per_channel
-                    .next_multiple_of(unit)
-                    .clamp(min, max / unit * unit);
-                let mut sizes = [AUTO_CHUNK_MIN; 2];
-                sizes[plain] = u32::try_from(n).unwrap_or(AUTO_CHUNK_MIN);
-                sizes
-            }
-        }
-    }
-}
-
-impl std::str::FromStr for Chunk {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s.eq_ignore_ascii_case("auto") {
-            return Ok(Chunk::Auto);
-        }
-        let n = sieve_core::gen::parse_size(s)?;
-        if !(1024..=(8 << 20)).contains(&n) {
-            return Err(format!("chunk size {s} is outside 1KiB..8MiB"));
-        }
-        Ok(Chunk::Bytes(n as u32))
-    }
-}
 
 /// Whether the plain channels send mapped cleartext by `sendfile(2)` or copy it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -583,15 +516,7 @@ pub async fn send_prepared(
     progress: Arc<Progress>,
 ) -> Result<SessionReport> {
     let cpu0 = cpu_time(None);
-    let mode = prepared.mode;
-    let secure_only = mode == Mode::SecureOnly;
-    let n_secure = cfg.secure_channels.clamp(1, message::MAX_SECURE_CHANNELS);
-    let n_plain = if secure_only {
-        0
-    } else {
-        cfg.plain_channels.clamp(1, message::MAX_PLAIN_CHANNELS)
-    };
-    let unclassified: Vec<String> = prepared
+    let unclassified = prepared
         .unclassified()
         .into_iter()
         .map(String::from)
@@ -600,225 +525,76 @@ pub async fn send_prepared(
         sources,
         skipped,
         sieve_time,
-        mode: _,
+        mode,
         decision,
         _leases: leases,
     } = prepared;
     let docs_leased = sources.iter().filter(|s| s.watch().leased()).count();
-    let t_processing = Instant::now();
-    if !cfg.processing_per_secure_mb.is_zero() {
-        let secure: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
-        tokio::time::sleep(cfg.processing_per_secure_mb.mul_f64(secure as f64 / 1e6)).await;
-    }
-    let processing_time = t_processing.elapsed();
+    let processing_time = emulate_processing(cfg, &sources).await;
     progress.total_bytes.store(
         sources.iter().map(|s| s.layout.content_len()).sum(),
         Ordering::Relaxed,
     );
     progress.docs.store(sources.len() as u64, Ordering::Relaxed);
 
-    // 2. Connect.
-    // Indexed by `Kind::index`: plain, then secure.
-    let chunks = cfg.chunk.sizes(
-        [Kind::Plain, Kind::Secure].map(|k| sources.iter().map(|s| s.stream_len(k)).sum()),
-        [u64::from(n_plain), u64::from(n_secure)],
-    );
-    let hello = Hello {
-        version: message::PROTOCOL_VERSION,
-        mode,
-        secure_channels: n_secure,
-        plain_channels: n_plain,
-        split: cfg.split,
-        batch_split: cfg.batch_split,
-        chunk_size: chunks[Kind::Plain.index()].max(chunks[Kind::Secure.index()]),
-        docs: sources.len() as u32,
-        macs: sieve_core::mac::MacOffer::only(HELLO_MAC),
-        compression: compress::offer(cfg, mode),
-    };
+    // 2. Connect. The session's protocol is the core's; this drives it.
+    let mut sm = session_for(cfg, mode, &sources);
     let t_connect = Instant::now();
-    let Connected {
-        mut reader0,
-        mut writer0,
-        session,
-        mac,
-        cipher,
-        secure_writers,
-        plain_writers,
-        resumed,
-        queues,
-        kind_queues,
-        same_host,
-        first_tls,
-        extra_tls,
-        plain: plain_time,
-    } = connect(cfg, hello).await?;
+    let connected = connect(cfg, &mut sm).await?;
     let connect_time = t_connect.elapsed();
     if let Some(l) = &leases {
-        l.watch_sockets(queues.clone());
+        l.watch_sockets(connected.queues.clone());
     }
-
+    let same_host = (sm.channels(Kind::Plain), connected.same_host);
+    let kind_queues = connected.kind_queues.clone();
     let compressor = compressor(
         cfg,
         mode,
-        &session,
+        &connected.session,
         &sources,
-        (n_plain, same_host),
+        same_host,
         kind_queues,
     )
     .await?;
 
-    // Data frames must fit the receiver's frame limit, whatever chunk size was asked for.
-    let frame_room = session
-        .max_payload
-        .saturating_sub(message::DATA_PREFIX_LEN as u32);
-    let chunks = chunks.map(|c| c.min(frame_room).max(1));
-
     // 3. Split.
     let t_split = Instant::now();
-    let work = [Kind::Plain, Kind::Secure].map(|kind| {
-        let k = if kind == Kind::Secure {
-            n_secure
-        } else {
-            n_plain.max(1)
-        } as usize;
-        let lens: Vec<u64> = sources.iter().map(|s| s.stream_len(kind)).collect();
-        let plan = if sources.len() == 1 {
-            cfg.split.plan(&sources[0].layout.lens_of(kind), k)
-        } else {
-            let docs: Vec<Vec<u64>> = sources.iter().map(|s| s.layout.lens_of(kind)).collect();
-            cfg.batch_split.plan(&docs, k)
-        };
-        Work::new(plan, &lens, u64::from(chunks[kind.index()]))
-    });
+    sm.plan()?;
     let split_time = t_split.elapsed();
 
     // 4. Transfer.
     let t_transfer = Instant::now();
-    let manifests: Vec<Doc> = sources
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mut d = Doc {
-                doc: i as u32,
-                name: s.name.clone(),
-                layout: s.layout.clone(),
-                marks: s.marks.clone(),
-                padding: 0,
-            };
-            // The manifest's length, which TLS does not hide, must not count the classified
-            // parts.
-            d.pad_to_bucket(session.max_payload);
-            d
-        })
-        .collect();
-    // Check every manifest before any is sent, so an oversized one fails the session cleanly.
-    for (m, s) in manifests.iter().zip(&sources) {
-        m.validate()
-            .with_context(|| format!("{} cannot be described to the receiver", s.path.display()))?;
-        if m.encoded_len() > session.max_payload as usize {
-            bail!(
-                "{} has {} segments; its manifest ({} bytes) exceeds the receiver's frame limit of {} bytes. \
-                 Merge adjacent classified parts or split the document",
-                s.path.display(),
-                m.layout.lens.len(),
-                m.encoded_len(),
-                session.max_payload
-            );
-        }
-    }
-    for doc in &manifests {
-        writer0.send(|o| doc.encode(o)).await?;
-    }
-    writer0.flush().await?;
-    let remaining = sources
-        .iter()
-        .map(|s| AtomicU64::new(s.layout.content_len()))
-        .collect();
-    let plain_ledgers = sources.iter().map(|_| Mutex::new(Ledger::new())).collect();
-    let n_sources = sources.len();
-    let shared = Arc::new(Shared {
-        sources,
-        work,
-        remaining,
-        plain_ledgers,
-        ctl: AsyncMutex::new(writer0),
-        chunks: chunks.map(|c| c as usize),
-        mac,
-        acked_below: tokio::sync::watch::Sender::new(0),
-        window: MAX_UNACKED_DOCS.min(session.max_open_docs).max(1),
-        answered: (0..n_sources).map(|_| AtomicBool::new(false)).collect(),
-        progress: progress.clone(),
-        leases,
-        compressor,
-    });
-    for (i, s) in shared.sources.iter().enumerate() {
-        if s.layout.content_len() == 0 {
-            shared.finish_doc(i).await?;
-        }
-    }
-    let mut counters = Vec::new();
-    let mut tasks: JoinSet<Result<()>> = JoinSet::new();
-    // Secure channels first, then plain ones: the order of `Progress::per_channel`.
-    let kinds = [
-        (Kind::Secure, "secure", secure_writers),
-        (Kind::Plain, "plain", plain_writers),
-    ];
-    for (kind, what, writers) in kinds {
-        for (i, w) in writers.into_iter().enumerate() {
-            let c = Arc::new(AtomicU64::new(0));
-            counters.push(c.clone());
-            let sh = shared.clone();
-            tasks.spawn(async move {
-                sh.channel(kind, i, w, c)
-                    .await
-                    .with_context(|| format!("{what} channel {i}"))
-            });
-        }
-    }
-    if let Ok(mut pc) = progress.per_channel.lock() {
-        *pc = counters;
-    }
-
-    // Acknowledgements arrive on channel 0 while the channels send.
-    let n_docs = shared.sources.len();
-    let acks = await_answers(cfg, &shared, tasks, &mut reader0, &queues, &progress).await?;
-    let transfer_time = t_transfer.elapsed();
-    if let Some(l) = &shared.leases {
-        // A changed file's writer waits until the sockets delivered what they held; the
-        // session must not end (closing them) before.
-        l.settle(crate::change::DRAIN_LIMIT + Duration::from_secs(1))
-            .await;
-    }
-    {
-        let mut w = shared.ctl.lock().await;
-        w.send(|o| message::Bye {}.encode(o)).await?;
-        w.flush().await?;
-        let _ = w.shutdown().await;
-    }
-
     let mut report = SessionReport {
         mode,
         decision,
-        secure_channels: n_secure,
-        plain_channels: n_plain,
+        secure_channels: sm.channels(Kind::Secure),
+        plain_channels: sm.channels(Kind::Plain),
         split: cfg.split,
         batch_split: cfg.batch_split,
-        docs: n_docs,
+        docs: sources.len(),
         connect_ms: ms(connect_time),
-        connect_first_tls_ms: ms(first_tls),
-        connect_extra_tls_ms: ms(extra_tls),
-        connect_plain_ms: ms(plain_time),
-        tls_resumed: resumed,
+        connect_first_tls_ms: ms(connected.first_tls),
+        connect_extra_tls_ms: ms(connected.extra_tls),
+        connect_plain_ms: ms(connected.plain),
+        tls_resumed: connected.resumed,
         sieve_ms: ms(sieve_time),
+        processing_ms: ms(processing_time),
         split_ms: ms(split_time),
-        transfer_ms: ms(transfer_time),
-        cipher,
+        cipher: connected.cipher.clone(),
         unclassified,
         docs_leased,
         skipped,
         ..Default::default()
     };
-    report.processing_ms = ms(processing_time);
+    let shared = transfer::Transfer {
+        sm,
+        sources,
+        leases,
+        compressor,
+        progress,
+    };
+    let (shared, acks) = shared.run(cfg, connected).await?;
+    report.transfer_ms = ms(t_transfer.elapsed());
     // The policy ran unless secure-only was asked for (`auto` runs it, whatever it chooses).
     if let (Classify::Policy(run), false) =
         (&cfg.classify, cfg.mode == SendMode::Fixed(Mode::SecureOnly))
@@ -828,43 +604,44 @@ pub async fn send_prepared(
     report.response_ms =
         report.sieve_ms + report.processing_ms + report.split_ms + report.transfer_ms;
     report.total_ms = report.connect_ms + report.response_ms;
-    for (i, a) in acks.into_iter().enumerate() {
-        let src = &shared.sources[i];
-        let a = a.context("internal error: missing acknowledgement")?;
-        report.combine_ms += a.receive_us as f64 / 1000.0;
-        report.integrate_ms += a.integrate_us as f64 / 1000.0;
-        report.commit_ms += a.commit_us as f64 / 1000.0;
-        let ok = a.status == AckStatus::Ok;
-        let d = DocReport {
-            name: src.name.clone(),
-            path: src.path.clone(),
-            bytes: src.output_len(),
-            ok,
-            error: (!ok).then(|| format!("{:?}: {}", a.status, a.message)),
-        };
-        if ok {
-            // The figures count what was stored, not what was offered.
-            report.docs_ok += 1;
-            report.bytes += src.output_len();
-            report.secure_bytes += src.stream_len(Kind::Secure);
-            report.plain_bytes += src.stream_len(Kind::Plain);
-            report.marks_bytes += src.output_len() - src.layout.content_len();
-        } else {
-            report.failures.push(d.clone());
-        }
-        report.documents.push(d);
-    }
+    report::add_answers(&mut report, acks, &shared.sources)?;
     report.cpu_ms = ms(cpu_time(None).saturating_sub(cpu0));
-    let plain_sent = shared
-        .sources
-        .iter()
-        .map(|s| s.stream_len(Kind::Plain))
-        .sum();
-    report.compression = Some(match &shared.compressor {
-        Some(c) => c.report().with_raw_plain(plain_sent),
-        None => CompressionReport::uncompressed(cfg.compress, plain_sent),
-    });
+    report::add_compression(&mut report, cfg, &shared);
     Ok(report)
+}
+
+/// The thesis's emulated application work (see [`SendConfig::processing_per_secure_mb`]): how
+/// long it took.
+async fn emulate_processing(cfg: &SendConfig, sources: &[Source]) -> Duration {
+    let t = Instant::now();
+    if !cfg.processing_per_secure_mb.is_zero() {
+        let secure: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
+        tokio::time::sleep(cfg.processing_per_secure_mb.mul_f64(secure as f64 / 1e6)).await;
+    }
+    t.elapsed()
+}
+
+/// The protocol state machine of a session that sends `sources` in `mode` as `cfg` asks.
+fn session_for(cfg: &SendConfig, mode: Mode, sources: &[Source]) -> SenderSession {
+    let docs = sources
+        .iter()
+        .map(|s| DocSpec {
+            name: s.name.clone(),
+            layout: s.layout.clone(),
+            marks: s.marks.clone(),
+        })
+        .collect();
+    let session_cfg = SenderConfig {
+        mode,
+        secure_channels: cfg.secure_channels,
+        plain_channels: cfg.plain_channels,
+        split: cfg.split,
+        batch_split: cfg.batch_split,
+        chunk: cfg.chunk,
+        macs: sieve_core::mac::MacOffer::only(HELLO_MAC),
+        compression: compress::offer(cfg, mode),
+    };
+    SenderSession::new(&session_cfg, docs)
 }
 
 /// The session's compressor, if the sender offered any compressed frame: the user's policy,
@@ -920,77 +697,7 @@ async fn compressor(
 
 #[cfg(test)]
 mod tests {
-    use super::{Chunk, Sendfile, AUTO_CHUNK_MAX, AUTO_CHUNK_MIN};
-    use crate::receiver::{honest_buffer_bytes, HONEST_FRAME_KIB, MAX_CHANNELS};
-    use sieve_core::message::DATA_PREFIX_LEN;
-
-    const GIB: u64 = 1 << 30;
-
-    #[test]
-    fn auto_chunk_grows_with_each_plain_channels_share() {
-        // [plain, secure], as `Kind::index`.
-        let auto =
-            |plain: u64, secure: u64, m: u64, n: u64| Chunk::Auto.sizes([plain, secure], [m, n]);
-        let small = AUTO_CHUNK_MIN;
-        // The benchmark's 1 GiB at P = 0.1 over 1 + 1 channels: large cleartext frames,
-        // classified ones as small as ever; secure-only is not changed at all.
-        assert_eq!(
-            auto(GIB - GIB / 10, GIB / 10, 1, 1),
-            [AUTO_CHUNK_MAX, small]
-        );
-        assert_eq!(auto(0, GIB, 0, 1), [small, small]);
-        // The thesis's sizes: 1 MB over 1 + 1 channels keeps small chunks; 10 MB at P = 0.1
-        // over 3 + 3 gives each plain channel eight chunks of 384 KiB.
-        assert_eq!(auto(9_000_000, 1_000_000, 3, 3), [384 << 10, small]);
-        assert_eq!(auto(900_000, 100_000, 1, 1), [small, small]);
-        // In between: 40 MB of cleartext over 2 channels is 2.5 MB per chunk, in 64 KiB units.
-        assert_eq!(auto(40_000_000, 400_000_000, 2, 1), [2_555_904, small]);
-        // Nothing to send, or an explicit size for both kinds.
-        assert_eq!(auto(0, 0, 1, 1), [small, small]);
-        assert_eq!(Chunk::Bytes(5000).sizes([GIB, GIB], [1, 1]), [5000, 5000]);
-    }
-
-    #[test]
-    fn auto_chunks_keep_the_receivers_honest_budget() {
-        // However many channels, a session's frames (all but one channel's) take no more of the
-        // receiver's budget than 31 channels of 256 KiB frames, the case `honest_buffer_bytes`
-        // is computed for; so that bound still rules out honest sessions stalling each other.
-        let per_session = honest_buffer_bytes(1) - (HONEST_FRAME_KIB << 10);
-        let buffer = |c: u32| (u64::from(c) + DATA_PREFIX_LEN as u64).div_ceil(1024) * 1024;
-        for n in 1..=16u64 {
-            for m in 0..=16u64 {
-                let [plain, secure] = Chunk::Auto.sizes([GIB * 4, GIB * 4], [m, n]);
-                let held = if m == 0 {
-                    (n - 1) * buffer(secure)
-                } else {
-                    // The worst case: the one channel without a buffer is a secure one.
-                    (n - 1) * buffer(secure) + m * buffer(plain)
-                };
-                assert!(
-                    held <= per_session,
-                    "{n} + {m} channels: {plain}-byte chunks"
-                );
-                assert!(
-                    plain >= AUTO_CHUNK_MIN && plain % (64 << 10) == 0,
-                    "{plain}"
-                );
-            }
-        }
-        assert_eq!(
-            Chunk::Auto.sizes([GIB, GIB], [16, 16]),
-            [256 << 10, 256 << 10]
-        );
-        assert_eq!(MAX_CHANNELS, 32);
-    }
-
-    #[test]
-    fn chunk_parses_auto_and_sizes() {
-        assert_eq!("auto".parse::<Chunk>().unwrap(), Chunk::Auto);
-        assert_eq!("1MiB".parse::<Chunk>().unwrap(), Chunk::Bytes(1 << 20));
-        assert!("512".parse::<Chunk>().unwrap_err().contains("1KiB..8MiB"));
-        assert!("9MiB".parse::<Chunk>().is_err());
-        assert!("lots".parse::<Chunk>().is_err());
-    }
+    use super::Sendfile;
 
     #[test]
     fn sendfile_policy_parses_and_defaults_to_sendfile() {

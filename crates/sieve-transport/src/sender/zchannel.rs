@@ -22,7 +22,14 @@ use crate::conn::FrameWriter;
 use super::channel::{Release, Shared};
 use super::compress::{Compressor, Outgoing};
 
-/// A frame cut and waiting to be sent.
+/// A frame cut and waiting to be sent, and the piece it ends, if it is its piece's last: the
+/// session learns a piece is out once its last frame is.
+struct Queued {
+    item: Pending,
+    ends: Option<Piece>,
+}
+
+/// What a queued frame holds.
 enum Pending {
     /// To be sent as it is, read when its turn comes (the raw path: `sendfile` where it can).
     Raw { doc: u32, off: u64, n: usize },
@@ -34,7 +41,7 @@ enum Pending {
         job: JoinHandle<(Vec<u8>, Result<Outgoing>)>,
     },
     /// Skipped: the document was answered for or its file changed.
-    Skip { doc: u32, n: u64 },
+    Skip { n: u64 },
 }
 
 /// Where the channel is in its pieces.
@@ -56,7 +63,8 @@ impl Shared {
         let chunk = self.chunks[kind.index()];
         let mut buf = Vec::new();
         let mut release = Release::default();
-        let mut queue: VecDeque<Pending> = VecDeque::new();
+        let mut queue: VecDeque<Queued> = VecDeque::new();
+        let ch = super::channel::channel(kind, idx);
         let mut at = Cursor {
             piece: None,
             off: 0,
@@ -67,11 +75,13 @@ impl Shared {
             // compressing as the policy has workers.
             while !done && queue.len() <= comp.workers() {
                 if at.piece.is_none_or(|p| at.off >= p.offset + p.len) {
-                    let Some(piece) = self.work[kind.index()].next(idx) else {
+                    let next = self.sm()?.next_piece(ch);
+                    let Some(a) = next else {
                         done = true;
                         break;
                     };
-                    if piece.doc.checked_sub(self.window).is_some() && !queue.is_empty() {
+                    let piece = a.piece;
+                    if a.after.is_some() && !queue.is_empty() {
                         // Its window may wait for documents whose frames are queued here:
                         // send those first.
                         self.send_pending(
@@ -85,7 +95,7 @@ impl Shared {
                         )
                         .await?;
                     }
-                    self.wait_for_window(piece.doc, &mut w).await?;
+                    self.wait_for_window(a, &mut w).await?;
                     at = Cursor {
                         piece: Some(piece),
                         off: piece.offset,
@@ -119,9 +129,9 @@ impl Shared {
                             drop(reading);
                             let rest = end - at.off;
                             at.off = end;
-                            queue.push_back(Pending::Skip {
-                                doc: piece.doc,
-                                n: rest,
+                            queue.push_back(Queued {
+                                item: Pending::Skip { n: rest },
+                                ends: Some(piece),
                             });
                             continue;
                         }
@@ -145,7 +155,10 @@ impl Shared {
                     }
                 };
                 at.off += n as u64;
-                queue.push_back(item);
+                queue.push_back(Queued {
+                    item,
+                    ends: (at.off == end).then_some(piece),
+                });
             }
             if queue.is_empty() {
                 break;
@@ -171,7 +184,7 @@ impl Shared {
         &self,
         kind: Kind,
         w: &mut Option<FrameWriter>,
-        queue: &mut VecDeque<Pending>,
+        queue: &mut VecDeque<Queued>,
         counter: &AtomicU64,
         comp: &Compressor,
         buf: &mut Vec<u8>,
@@ -190,19 +203,38 @@ impl Shared {
         &self,
         kind: Kind,
         w: &mut Option<FrameWriter>,
-        queue: &mut VecDeque<Pending>,
+        queue: &mut VecDeque<Queued>,
         counter: &AtomicU64,
         comp: &Compressor,
         buf: &mut Vec<u8>,
         release: &mut Release,
     ) -> Result<()> {
-        let Some(item) = queue.pop_front() else {
+        let Some(Queued { item, ends }) = queue.pop_front() else {
             return Ok(());
         };
-        let (doc, n) = match item {
-            Pending::Skip { doc, n } => {
+        self.send_item(kind, w, item, counter, comp, buf, release)
+            .await?;
+        match ends {
+            Some(piece) => self.piece_done(piece, w).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Send (or skip) one queued frame.
+    #[allow(clippy::too_many_arguments)]
+    async fn send_item(
+        &self,
+        kind: Kind,
+        w: &mut Option<FrameWriter>,
+        item: Pending,
+        counter: &AtomicU64,
+        comp: &Compressor,
+        buf: &mut Vec<u8>,
+        release: &mut Release,
+    ) -> Result<()> {
+        let n = match item {
+            Pending::Skip { n } => {
                 self.progress.skipped.fetch_add(n, Ordering::Relaxed);
-                self.piece_done(doc, n, w).await?;
                 return Ok(());
             }
             Pending::Raw { doc, off, n } => {
@@ -211,7 +243,6 @@ impl Shared {
                 if self.skip(doc) {
                     drop(reading);
                     self.progress.skipped.fetch_add(n as u64, Ordering::Relaxed);
-                    self.piece_done(doc, n as u64, w).await?;
                     return Ok(());
                 }
                 let raw = self.send_raw(kind, w, doc, off, n, buf).await?;
@@ -220,7 +251,7 @@ impl Shared {
                     release.add(&self.sources, doc as usize, raw);
                 }
                 comp.sent(kind, None, n as u64, n as u64);
-                (doc, n)
+                n
             }
             Pending::Job { doc, off, n, job } => {
                 let (input, outgoing) = job
@@ -262,11 +293,11 @@ impl Shared {
                     l.mark();
                 }
                 comp.give_back(input);
-                (doc, n)
+                n
             }
         };
         counter.fetch_add(n as u64, Ordering::Relaxed);
-        self.piece_done(doc, n as u64, w).await
+        Ok(())
     }
 }
 
