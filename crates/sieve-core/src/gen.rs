@@ -13,13 +13,10 @@ use std::ops::Range;
 pub const MB: u64 = 1_000_000;
 /// Binary megabyte, used as the unit when a size is a whole number of MiB but not of MB.
 pub const MIB: u64 = 1 << 20;
-/// Bytes a writer of x-P files hands the kernel at a time (the capacity of its `BufWriter`).
-///
-/// Written 4 MiB at a time, a large document sits in the page cache in large folios, as it would
-/// had it been read from disk; written 1 MiB at a time it sat in smaller ones, which cost every
-/// mode that maps it more page-table work, the sieve most: 1 GiB at P = 0.1 sieved in 0.78 of the
-/// secure-only time from such a file, 0.72-0.73 from one written 4 MiB at a time or read back
-/// (`bench/transfer.sh`, 9 rounds each, the same day).
+/// Bytes a writer of x-P files hands the kernel at a time (the capacity of its `BufWriter`):
+/// large writes leave a document in the page cache in large folios, as reading it from disk
+/// would, so that mapping it costs what it costs for a document a user has read (see
+/// `bench/transfer.sh`).
 pub const WRITE_CHUNK: usize = 4 << 20;
 /// Classified components per unit block.
 pub const COMPONENTS: u64 = 5;
