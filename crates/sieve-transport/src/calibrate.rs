@@ -36,7 +36,7 @@ use crate::mac::{PlainMac, MAC_BLOCK};
 use crate::tls::Cipher;
 
 /// Bumped whenever what is measured, or how, changes: older cache entries are then ignored.
-pub const CALIBRATION_VERSION: u32 = 1;
+pub(crate) const CALIBRATION_VERSION: u32 = 1;
 
 /// The CPU flags that change the speeds measured here (x86 names as `/proc/cpuinfo` gives them;
 /// ARM's `aes` and `pmull` likewise).
@@ -77,7 +77,7 @@ impl MachineKey {
     }
 
     /// The key for a `/proc/cpuinfo` text and an `OPENSSL_ia32cap` value.
-    pub fn from_cpuinfo(cpuinfo: &str, ia32cap: Option<String>) -> MachineKey {
+    pub(crate) fn from_cpuinfo(cpuinfo: &str, ia32cap: Option<String>) -> MachineKey {
         let field = |name: &str| {
             cpuinfo
                 .lines()
@@ -228,7 +228,7 @@ impl Calibration {
 
     /// The cost model of this machine for `cipher` and `mac` (see [`Calibration::speeds`]),
     /// with the overheads measured for it ([`Overheads::MEASURED`]) and `host`.
-    pub fn cost_model(&self, cipher: Cipher, mac: MacAlg, host: Host) -> CostModel {
+    pub(crate) fn cost_model(&self, cipher: Cipher, mac: MacAlg, host: Host) -> CostModel {
         CostModel {
             speeds: self.speeds(cipher, mac, host.cores.max(1.0) as usize),
             host,

@@ -19,18 +19,18 @@ use tokio::sync::{Semaphore, TryAcquireError};
 
 use crate::lowat::Lowat;
 
-pub type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
-pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
+pub(crate) type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
+pub(crate) type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// A frame buffer larger than this is given back once its frame is consumed; smaller ones are
 /// kept for the next frame. Honest senders' data frames are at most 4 MiB
 /// ([`crate::sender::AUTO_CHUNK_MAX`]) and their DATA prefix: a channel keeps the buffer of its
 /// frames instead of zero-filling a fresh one for each, and once it holds it never waits for the
 /// budget again (see [`crate::receiver::stall_free_buffer_bytes`]).
-pub const RETAIN_BUFFER: usize = (4 << 20) + (64 << 10);
+pub(crate) const RETAIN_BUFFER: usize = (4 << 20) + (64 << 10);
 
 /// Bytes of a frame in progress that count as activity (see [`Activity`]).
-pub const ACTIVITY_STEP: usize = 16 << 10;
+pub(crate) const ACTIVITY_STEP: usize = 16 << 10;
 
 /// A frame's payload buffer grows by at most this much at a time, as its bytes arrive: a header
 /// alone claiming 16 MiB costs at most this much.
@@ -78,7 +78,7 @@ impl FrameBudget {
     }
 
     /// The budget, in bytes.
-    pub fn limit_bytes(&self) -> u64 {
+    pub(crate) fn limit_bytes(&self) -> u64 {
         self.limit_kib * 1024
     }
 
@@ -250,7 +250,7 @@ impl BufferExhausted {
 /// timeout (a minimum rate, as HTTP servers require of request bodies). A slow honest link
 /// still counts: at 64 KiB/s a frame of several idle timeouts is alive all the way.
 #[derive(Debug, Clone)]
-pub struct Activity {
+pub(crate) struct Activity {
     since: Instant,
     /// Milliseconds after `since` of the last byte.
     last_ms: Arc<AtomicU64>,
@@ -273,7 +273,7 @@ impl Activity {
     }
 
     /// How long since the last byte (or [`Activity::touch`]).
-    pub fn idle_for(&self) -> Duration {
+    pub(crate) fn idle_for(&self) -> Duration {
         let now = self.since.elapsed().as_millis() as u64;
         Duration::from_millis(now.saturating_sub(self.last_ms.load(Ordering::Relaxed)))
     }
@@ -334,12 +334,12 @@ impl FrameReader {
     /// socket under this reader's stream, which the stream keeps open; `slack` is how many bytes
     /// the stream may hold back from the reader (a TLS record; 0 for plain TCP); `idle` is the
     /// owner's idle timeout, which a batched wait must stay well within.
-    pub fn batch_wakeups(&mut self, socket: RawFd, slack: usize, idle: Duration) {
+    pub(crate) fn batch_wakeups(&mut self, socket: RawFd, slack: usize, idle: Duration) {
         self.lowat = Some(Lowat::new(socket, slack, idle));
     }
 
     /// Touch `activity` whenever a whole frame has arrived (a session's idle check).
-    pub fn report_activity_to(&mut self, activity: Activity) {
+    pub(crate) fn report_activity_to(&mut self, activity: Activity) {
         self.activity = Some(activity);
     }
 
@@ -351,7 +351,7 @@ impl FrameReader {
 
     /// Change what the next frames may claim (e.g. a small limit before the peer is
     /// authenticated, the session's limit after).
-    pub fn set_limits(&mut self, limits: Limits) {
+    pub(crate) fn set_limits(&mut self, limits: Limits) {
         self.limits = limits;
     }
 
@@ -391,7 +391,7 @@ impl FrameReader {
 
     /// Count this reader in `waiters` while it waits for its budget (a session counts its
     /// channels that wait for memory this way).
-    pub fn count_waits_in(&mut self, waiters: Arc<AtomicU64>) {
+    pub(crate) fn count_waits_in(&mut self, waiters: Arc<AtomicU64>) {
         if self.waiting_since.is_some() {
             waiters.fetch_add(1, Ordering::AcqRel);
         }
@@ -649,7 +649,7 @@ impl FrameWriter {
 
     /// Write whole frames already encoded in `bytes` (a compressed frame, built by the worker
     /// that compressed it).
-    pub async fn frame_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+    pub(crate) async fn frame_bytes(&mut self, bytes: &[u8]) -> Result<()> {
         self.w()
             .write_all(bytes)
             .await
@@ -670,7 +670,7 @@ impl FrameWriter {
     /// The header goes with the first part, in one vectored write, and each further part in one
     /// more: written alone, the header would leave as a tiny TCP segment (or TLS record) of its
     /// own that wakes the receiver for nothing, since a large payload bypasses the buffer.
-    pub async fn data_in_parts<'p>(
+    pub(crate) async fn data_in_parts<'p>(
         &mut self,
         doc: u32,
         offset: u64,

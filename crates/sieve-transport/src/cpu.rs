@@ -14,7 +14,7 @@ use std::time::Duration;
 /// CPU time (user + system) the calling thread has used so far: what a compression costs, as
 /// ACCENT's CD and `auto`'s speeds count it (other threads and waiting do not count). Zero if it
 /// cannot be read.
-pub fn thread_cpu_time() -> Duration {
+pub(crate) fn thread_cpu_time() -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -42,7 +42,7 @@ pub fn cpu_time(pid: Option<u32>) -> Duration {
 ///
 /// Fails with `ESRCH` when no such process exists (any more), and with `InvalidInput` for a
 /// `pid` beyond the kernel's range.
-pub fn cpu_time_of(pid: u32) -> io::Result<Duration> {
+pub(crate) fn cpu_time_of(pid: u32) -> io::Result<Duration> {
     let pid = libc::pid_t::try_from(pid).map_err(|_| io::ErrorKind::InvalidInput)?;
     let mut clock: libc::clockid_t = 0;
     // SAFETY: `clock_getcpuclockid` only writes a `clockid_t` through the pointer, which points

@@ -39,7 +39,7 @@ impl LegacySuite {
     pub const ALL: [LegacySuite; 2] = [LegacySuite::TripleDesEdeCbcSha, LegacySuite::Aes256CbcSha];
 
     /// The OpenSSL name of the suite.
-    pub fn openssl_name(self) -> &'static str {
+    pub(crate) fn openssl_name(self) -> &'static str {
         match self {
             LegacySuite::TripleDesEdeCbcSha => "ECDHE-ECDSA-DES-CBC3-SHA",
             LegacySuite::Aes256CbcSha => "ECDHE-ECDSA-AES256-SHA",
@@ -101,7 +101,7 @@ impl LegacyClient {
     }
 
     /// Handshake over `tcp`, verifying the certificate for `host`.
-    pub async fn connect(&self, tcp: TcpStream, host: &str) -> Result<Secured> {
+    pub(crate) async fn connect(&self, tcp: TcpStream, host: &str) -> Result<Secured> {
         let ssl = self.connector.configure()?.into_ssl(host)?;
         let mut s = SslStream::new(ssl, tcp)?;
         Pin::new(&mut s)
@@ -135,7 +135,7 @@ impl LegacyServer {
         })
     }
 
-    pub async fn accept(&self, tcp: TcpStream) -> Result<Secured> {
+    pub(crate) async fn accept(&self, tcp: TcpStream) -> Result<Secured> {
         let ssl = Ssl::new(self.acceptor.context())?;
         let mut s = SslStream::new(ssl, tcp)?;
         Pin::new(&mut s)

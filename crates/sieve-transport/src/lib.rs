@@ -5,19 +5,19 @@
 //! moves their results over sockets.
 
 pub mod calibrate;
-pub mod change;
+pub(crate) mod change;
 pub mod conn;
 pub mod cpu;
 pub mod explain;
 #[cfg(feature = "insecure-thesis-suites")]
 pub mod legacy_tls;
 mod lock;
-pub mod lowat;
+pub(crate) mod lowat;
 pub mod mac;
 pub mod receiver;
-pub mod secured;
+pub(crate) mod secured;
 pub mod sender;
-pub mod sendq;
+pub(crate) mod sendq;
 pub mod source;
 pub mod store;
 pub mod tls;

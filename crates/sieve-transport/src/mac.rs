@@ -49,7 +49,7 @@ pub const MAC_BLOCK: u64 = 256 << 10;
 
 /// Runs of the layout shorter than this (within a block) do not get units of their own: they
 /// are tagged together with their neighbours.
-pub const MIN_RUN_UNIT: u64 = 16 << 10;
+pub(crate) const MIN_RUN_UNIT: u64 = 16 << 10;
 
 /// The units of the plain frame at stream `offset`, `len` bytes long: `f(within, n)` for each, in
 /// order, `within` relative to the frame.
@@ -151,7 +151,7 @@ impl PlainMac {
 
     /// The tags of every unit (see [`units`]) of the contiguous plain frame `bytes` of `doc` at
     /// stream `offset`: `(offset, length, tag)` of each, in order, as the ledger records them.
-    pub fn frame_tags(
+    pub(crate) fn frame_tags(
         &self,
         streams: &Placement,
         doc: u32,
@@ -182,7 +182,12 @@ impl PlainMac {
     /// declared length. Its nonce has the top bit of the offset set, which no unit's offset has
     /// (streams are far shorter than 2^63 bytes), so no tag of a compressed frame ever shares a
     /// nonce with the tag of a raw unit.
-    pub fn zdata_tag(&self, doc: u32, offset: u64, payload: &[u8]) -> Result<[u8; 32], MacError> {
+    pub(crate) fn zdata_tag(
+        &self,
+        doc: u32,
+        offset: u64,
+        payload: &[u8],
+    ) -> Result<[u8; 32], MacError> {
         self.tag(doc, offset | ZDATA_NONCE_BIT, payload)
             .map_err(|_| MacError::Seal { doc, offset })
     }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 /// The sockets of one session, watched for bytes still queued in the kernel.
 #[derive(Debug, Default)]
-pub struct SendQueues(Mutex<Vec<OwnedFd>>);
+pub(crate) struct SendQueues(Mutex<Vec<OwnedFd>>);
 
 impl SendQueues {
     /// Watch `socket` (through a duplicate of its descriptor, dropped with `self`). A socket that

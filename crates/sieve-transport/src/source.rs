@@ -76,7 +76,7 @@ pub struct Frame<'a> {
 }
 
 /// One contiguous slice of a mapped file: where it starts in the file, and its bytes.
-pub type Slice<'a> = (u64, &'a [u8]);
+pub(crate) type Slice<'a> = (u64, &'a [u8]);
 
 /// A document ready to send.
 #[derive(Debug)]
@@ -105,7 +105,7 @@ impl Source {
     /// Open and sieve `path`, to be stored as `name`, mapping it into memory if `mmap` (see the
     /// module documentation). The file is watched for changes from here on, with a read lease
     /// through `leases` where the system grants one.
-    pub fn prepare(
+    pub(crate) fn prepare(
         path: &Path,
         name: &str,
         how: &Classify,
@@ -206,7 +206,7 @@ impl Source {
     /// sieved): every byte over TLS, exactly as secure-only would have prepared it. With marks
     /// kept that is the file as it is, marks included ([`Classify::All`]); with marks stripped,
     /// or ranges from a file or a policy, the content as sieved, in one secure segment.
-    pub fn make_secure_only(&mut self) {
+    pub(crate) fn make_secure_only(&mut self) {
         if self.marks.is_some() {
             let len = self.watch.len();
             self.extents = vec![Extent { raw: 0, len }];
@@ -217,7 +217,7 @@ impl Source {
     }
 
     /// Treat the whole content as classified (secure-only mode): one secure segment, no marks.
-    pub fn set_all_secure(&mut self) {
+    pub(crate) fn set_all_secure(&mut self) {
         let len = self.layout.content_len();
         self.layout = Layout::whole(Kind::Secure, len);
         self.marks = None;
@@ -313,7 +313,7 @@ impl Source {
     }
 
     /// Whether the document is mapped (frames then cost no read and no copy).
-    pub fn is_mapped(&self) -> bool {
+    pub(crate) fn is_mapped(&self) -> bool {
         self.map.is_some()
     }
 

@@ -31,7 +31,7 @@ impl Cipher {
 
     /// The suite a client configuration asks for first: the one its sessions will use with a
     /// receiver that accepts it (`None` when it is none of [`Cipher::ALL`]).
-    pub fn of_config(cfg: &ClientConfig) -> Option<Cipher> {
+    pub(crate) fn of_config(cfg: &ClientConfig) -> Option<Cipher> {
         let first = cfg.crypto_provider().cipher_suites.first()?.suite();
         Cipher::ALL.into_iter().find(|c| c.suite().suite() == first)
     }
@@ -77,7 +77,7 @@ fn provider(ciphers: Option<&[Cipher]>) -> Arc<CryptoProvider> {
     Arc::new(p)
 }
 
-pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
+pub(crate) fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     let certs = CertificateDer::pem_file_iter(path)
         .with_context(|| format!("cannot read certificates from {}", path.display()))?
         .collect::<Result<Vec<_>, _>>()
@@ -91,7 +91,7 @@ pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     Ok(certs)
 }
 
-pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
+pub(crate) fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
     PrivateKeyDer::from_pem_file(path)
         .with_context(|| format!("cannot read a PEM private key from {}", path.display()))
 }
@@ -167,11 +167,12 @@ impl ClientTls<'_> {
     }
 }
 
-pub use crate::secured::{client_identity, suite_name, Secured, EXPORTER_LABEL};
+pub(crate) use crate::secured::Secured;
+pub use crate::secured::{suite_name, EXPORTER_LABEL};
 
 /// How a receiver makes its secure channels.
 #[derive(Clone)]
-pub enum Acceptor {
+pub(crate) enum Acceptor {
     Rustls(tokio_rustls::TlsAcceptor),
     /// OpenSSL with the thesis's TLS 1.2 suites as well (INSECURE; laboratory only).
     #[cfg(feature = "insecure-thesis-suites")]

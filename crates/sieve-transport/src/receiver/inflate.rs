@@ -73,7 +73,7 @@ impl Inflate {
 /// compressed at zstd 3 and decompressed a few times, the fastest run's thread CPU time counted
 /// (a few milliseconds at start-up). zstd decodes every level at about the same speed, so one
 /// level stands for all. 0 if it cannot be measured.
-pub fn decompress_speed_mbps() -> u32 {
+pub(crate) fn decompress_speed_mbps() -> u32 {
     measure().unwrap_or(0)
 }
 

@@ -12,32 +12,32 @@ use sieve_core::frame::Limits;
 /// descriptor while its pieces arrive), whatever the descriptor budget. Each session is told its
 /// own share ([`FdBudget::session_docs`]) in SESSION, and senders keep no more than that
 /// unacknowledged.
-pub const MAX_OPEN_DOCS: u64 = 1024;
+pub(crate) const MAX_OPEN_DOCS: u64 = 1024;
 
 /// Largest payload accepted before a connection is authenticated (its HELLO or JOIN; both are a
 /// few dozen bytes). Without it every unauthenticated connection could make the receiver reserve
 /// a buffer of the full frame limit (16 MiB) by sending one header.
-pub const PREAUTH_MAX_PAYLOAD: u32 = 4096;
+pub(crate) const PREAUTH_MAX_PAYLOAD: u32 = 4096;
 
 pub use sieve_core::message::MAX_CHANNELS;
 
 /// Default of [`ServeLimits::max_buffer_bytes`]: 64 sessions × 32 channels × a 256 KiB frame
 /// (the sender's default chunk) each.
-pub const DEFAULT_MAX_BUFFER_BYTES: u64 = 512 << 20;
+pub(crate) const DEFAULT_MAX_BUFFER_BYTES: u64 = 512 << 20;
 
 /// One session may hold this fraction of the frame-buffer budget (or 1 / `max_sessions`, if
 /// more): its frame limit is that share divided among its channels (each holds at most one
 /// frame), so that one session, however large the frames it claims, never takes the budget from
 /// the others.
-pub const SESSION_BUFFER_SHARE: u64 = 8;
+pub(crate) const SESSION_BUFFER_SHARE: u64 = 8;
 
 /// Smallest frame limit a session is given, whatever its share of the budget.
-pub const MIN_SESSION_PAYLOAD: u32 = 64 << 10;
+pub(crate) const MIN_SESSION_PAYLOAD: u32 = 64 << 10;
 
 /// The frame limit of a session with `channels` channels: its share of the frame-buffer budget
 /// ([`SESSION_BUFFER_SHARE`]) over its channels, within [`MIN_SESSION_PAYLOAD`] and the
 /// receiver's frame limit. SESSION tells the sender, which sizes its frames below it.
-pub fn session_frame_limit(limits: &ServeLimits, channels: u64) -> Limits {
+pub(crate) fn session_frame_limit(limits: &ServeLimits, channels: u64) -> Limits {
     let sessions = SESSION_BUFFER_SHARE.min(limits.max_sessions as u64).max(1);
     let share = limits.max_buffer_bytes / sessions / channels.max(1);
     Limits {
@@ -51,20 +51,20 @@ pub fn session_frame_limit(limits: &ServeLimits, channels: u64) -> Limits {
 /// What the protocol itself may hold (manifests, placements, ledgers; see
 /// `sieve_core::receiver`), all sessions together: a quarter of the frame-buffer budget, on top of
 /// it, so that `--max-buffer-memory` bounds both.
-pub fn protocol_memory_bytes(limits: &ServeLimits) -> u64 {
+pub(crate) fn protocol_memory_bytes(limits: &ServeLimits) -> u64 {
     limits.max_buffer_bytes / 4
 }
 
 /// One session's share of [`protocol_memory_bytes`]: the same fraction as of the frame buffers
 /// ([`SESSION_BUFFER_SHARE`]), so that one peer cannot hold what every other session needs.
-pub fn protocol_memory_share(limits: &ServeLimits) -> u64 {
+pub(crate) fn protocol_memory_share(limits: &ServeLimits) -> u64 {
     let sessions = SESSION_BUFFER_SHARE.min(limits.max_sessions as u64).max(1);
     protocol_memory_bytes(limits) / sessions
 }
 
 /// Smallest frame-buffer budget accepted: one frame's first step ([`crate::conn::GROW_STEP`])
 /// and then some.
-pub const MIN_BUFFER_BYTES: u64 = 4 << 20;
+pub(crate) const MIN_BUFFER_BYTES: u64 = 4 << 20;
 
 /// Limits that keep one receiver safe from any one peer.
 #[derive(Debug, Clone)]
@@ -160,7 +160,7 @@ impl FdBudget {
 
     /// The budget for this process's soft RLIMIT_NOFILE (read from /proc/self/limits; 1024 if it
     /// cannot be read).
-    pub fn for_this_process() -> FdBudget {
+    pub(crate) fn for_this_process() -> FdBudget {
         FdBudget::for_limit(open_file_limit().unwrap_or(1024))
     }
 }
@@ -215,7 +215,7 @@ pub fn stall_free_buffer_bytes(sessions: usize) -> u64 {
 
 /// The frame buffer, in KiB, that [`stall_free_buffer_bytes`] counts for every channel: a 256 KiB
 /// frame and its DATA prefix.
-pub const FRAME_BUFFER_KIB: u64 = 257;
+pub(crate) const FRAME_BUFFER_KIB: u64 = 257;
 
 /// The largest DATA payload a session of `channels` channels may use on all of them and still
 /// fit the reasoning of [`stall_free_buffer_bytes`].
@@ -225,7 +225,7 @@ pub const FRAME_BUFFER_KIB: u64 = 257;
 /// use larger frames: with one secure and one plain channel, up to 31 × 257 KiB. The sender's
 /// automatic chunk (`sender::Chunk::Auto`) stays below this, so larger frames for large
 /// documents never cost the receiver its guarantee that honest sessions cannot stall each other.
-pub fn stall_free_payload(channels: u64) -> u64 {
+pub(crate) fn stall_free_payload(channels: u64) -> u64 {
     let session_kib = (MAX_CHANNELS - 1) * FRAME_BUFFER_KIB;
     let per_channel_kib = session_kib / channels.saturating_sub(1).max(1);
     // The buffer is the payload rounded up to whole KiB (`FrameReader::grow`): one KiB spare

@@ -47,18 +47,14 @@ mod inflate;
 mod limits;
 mod session;
 
-pub use inflate::decompress_speed_mbps;
-pub use limits::{
-    protocol_memory_bytes, protocol_memory_share, session_frame_limit, stall_free_buffer_bytes,
-    stall_free_payload, FdBudget, ServeLimits, DEFAULT_MAX_BUFFER_BYTES, FRAME_BUFFER_KIB,
-    MAX_CHANNELS, MAX_OPEN_DOCS, MIN_BUFFER_BYTES, MIN_SESSION_PAYLOAD, PREAUTH_MAX_PAYLOAD,
-    SESSION_BUFFER_SHARE,
-};
-// The names under which the sender's module (being rewritten) still imports these three.
-#[doc(hidden)]
-pub use limits::{
-    stall_free_buffer_bytes as honest_buffer_bytes, stall_free_payload as honest_payload,
-    FRAME_BUFFER_KIB as HONEST_FRAME_KIB,
+pub(crate) use inflate::decompress_speed_mbps;
+pub(crate) use limits::{protocol_memory_bytes, MIN_BUFFER_BYTES};
+pub use limits::{stall_free_buffer_bytes, FdBudget, ServeLimits, MAX_CHANNELS};
+// The names under which the sender's module (being rewritten) still imports these.
+pub(crate) use limits::stall_free_payload as honest_payload;
+#[cfg(test)]
+pub(crate) use limits::{
+    stall_free_buffer_bytes as honest_buffer_bytes, FRAME_BUFFER_KIB as HONEST_FRAME_KIB,
 };
 
 pub struct ServeConfig {
