@@ -116,6 +116,7 @@ impl MachineKey {
 /// The speeds of one machine, in GB/s (10⁹ bytes per second).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
+    /// Which machine the speeds are of (a cached calibration is used only on the same one).
     pub machine: MachineKey,
     /// TLS 1.3 suites by their command-line name ([`Cipher`]): seal speed of 16 KiB records.
     pub suites: BTreeMap<String, f64>,

@@ -168,7 +168,9 @@ impl Drop for Reservation {
 pub struct BufferExhausted {
     /// What waited, e.g. "a 16777216-byte DATA frame".
     pub what: String,
+    /// How long it waited for memory before giving up.
     pub waited: Duration,
+    /// The whole frame-buffer budget, in bytes (what the other connections held).
     pub limit_bytes: u64,
 }
 
@@ -614,6 +616,8 @@ enum Sink {
 }
 
 impl FrameWriter {
+    /// A writer on any stream (a TLS channel); control frames are buffered until
+    /// [`FrameWriter::flush`].
     pub fn new(inner: BoxWrite) -> FrameWriter {
         FrameWriter {
             inner: Sink::Stream(BufWriter::with_capacity(64 * 1024, inner)),
@@ -782,10 +786,12 @@ impl FrameWriter {
         Ok(())
     }
 
+    /// Send what is buffered now.
     pub async fn flush(&mut self) -> Result<()> {
         self.w().flush().await.context("flushing a connection")
     }
 
+    /// Flush, then close the stream for writing (TLS: close_notify; TCP: FIN).
     pub async fn shutdown(&mut self) -> Result<()> {
         self.w().shutdown().await.context("closing a connection")
     }

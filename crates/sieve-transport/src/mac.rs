@@ -38,7 +38,12 @@ pub enum MacError {
     /// ever did, a made-up tag would be worse than none: an all-zero tag is the same for any
     /// bytes, so two ends that both failed would agree on altered cleartext.
     #[error("cannot compute the MAC of the cleartext at offset {offset} of document {doc}")]
-    Seal { doc: u32, offset: u64 },
+    Seal {
+        /// The document.
+        doc: u32,
+        /// Where in its plain stream the frame starts.
+        offset: u64,
+    },
 }
 
 /// Set in the nonce of a compressed frame's tag (see [`PlainMac::zdata_tag`]).

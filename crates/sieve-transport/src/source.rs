@@ -70,6 +70,7 @@ pub fn ranges_beside(path: &Path) -> PathBuf {
 
 /// One frame's payload, as [`Source::frame`] cuts it.
 pub struct Frame<'a> {
+    /// The payload.
     pub bytes: &'a [u8],
     /// The bytes of the file the frame was taken from, when it was taken from the mapping.
     pub raw: Option<std::ops::Range<u64>>,
@@ -81,10 +82,12 @@ pub(crate) type Slice<'a> = (u64, &'a [u8]);
 /// A document ready to send.
 #[derive(Debug)]
 pub struct Source {
+    /// The file on the sender's disk.
     pub path: PathBuf,
     /// The name the receiver will store it under: a base name, or a relative path beneath the
     /// receiver's folder (`sieve send -r`).
     pub name: String,
+    /// The document's classified and plain runs, in content order (marks excluded).
     pub layout: Layout,
     /// Mark strings the receiver puts back around classified segments, if any.
     pub marks: Option<(Vec<u8>, Vec<u8>)>,
@@ -234,6 +237,7 @@ impl Source {
         &self.streams
     }
 
+    /// Bytes of the `kind` stream (all classified, or all plain, bytes).
     pub fn stream_len(&self, kind: Kind) -> u64 {
         self.layout.stream_len(kind)
     }

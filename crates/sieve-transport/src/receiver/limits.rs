@@ -69,6 +69,7 @@ pub(crate) const MIN_BUFFER_BYTES: u64 = 4 << 20;
 /// Limits that keep one receiver safe from any one peer.
 #[derive(Debug, Clone)]
 pub struct ServeLimits {
+    /// Sessions open at once; a HELLO beyond them is refused (ERROR with code LIMIT).
     pub max_sessions: usize,
     /// Largest document accepted, in bytes.
     pub max_doc_bytes: u64,
@@ -76,6 +77,7 @@ pub struct ServeLimits {
     pub idle_timeout: Duration,
     /// Time allowed for a TLS handshake.
     pub handshake_timeout: Duration,
+    /// Most documents one session may announce.
     pub max_docs_per_session: u32,
     /// Connections that have not yet authenticated, per listener: when they are all taken, the
     /// oldest is dropped for a newcomer.
@@ -87,6 +89,8 @@ pub struct ServeLimits {
     /// Time allowed for the first frame (HELLO or JOIN) once a connection is open (plain) or
     /// its TLS handshake is done.
     pub join_timeout: Duration,
+    /// Frame limit before a connection is authenticated; a session's channels get
+    /// [`session_frame_limit`]'s.
     pub frame: Limits,
     /// Most segments in one manifest. A segment costs the receiver about 3 bytes (see
     /// `sieve_core::sieve::Placement`), charged to the session's share of the protocol's
@@ -135,7 +139,10 @@ impl Default for ServeLimits {
 pub struct FdBudget {
     /// The open-file limit the budget was derived from.
     pub nofile: u64,
+    /// Descriptors in use below which a new connection is accepted.
     pub conn_limit: u64,
+    /// Descriptors in use below which a new session or document file is opened (below
+    /// `conn_limit`).
     pub doc_limit: u64,
 }
 
