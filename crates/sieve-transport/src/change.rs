@@ -200,9 +200,11 @@ impl Watched {
 
 /// Take a read lease on `file`; false (and the metadata watch alone) when the system refuses.
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn take_lease(file: &File, path: &Path) -> bool {
     // SAFETY: fcntl(F_SETLEASE) takes an int argument and touches no memory of ours; the
-    // descriptor is valid for the call because `file` is borrowed.
+    // descriptor is valid for the call because `file` is borrowed. (rustix wraps no lease
+    // commands.)
     let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) };
     if r != 0 {
         debug!(
@@ -221,6 +223,7 @@ fn take_lease(_: &File, _: &Path) -> bool {
 
 /// The lease a break is taking `fd` to, or `None` if it cannot be read.
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn lease_of(fd: std::os::fd::BorrowedFd<'_>) -> Option<i32> {
     // SAFETY: fcntl(F_GETLEASE) takes no argument and touches no memory of ours; `fd` is a live
     // borrowed descriptor.
@@ -229,8 +232,10 @@ fn lease_of(fd: std::os::fd::BorrowedFd<'_>) -> Option<i32> {
 }
 
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn release_lease(fd: std::os::fd::BorrowedFd<'_>) {
-    // SAFETY: as in `take_lease`.
+    // SAFETY: fcntl(F_SETLEASE) takes an int argument (F_UNLCK) and touches no memory of ours;
+    // `fd` is a live borrowed descriptor. (rustix wraps no lease commands.)
     let _ = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
 }
 

@@ -114,6 +114,7 @@ impl Lowat {
 }
 
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn set_rcvlowat(fd: RawFd, bytes: usize) -> std::io::Result<()> {
     let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
     // SAFETY: `setsockopt` reads exactly `size_of::<c_int>()` bytes from the pointer, which
@@ -147,6 +148,7 @@ mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
 
+    #[allow(unsafe_code)]
     fn rcvlowat(fd: RawFd) -> libc::c_int {
         let mut v: libc::c_int = 0;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;

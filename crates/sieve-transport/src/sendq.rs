@@ -88,8 +88,10 @@ impl SendQueues {
 
 /// Bytes of a TCP socket its peer has acknowledged (`tcpi_bytes_acked`, Linux 4.1 and later).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
 fn acknowledged(fd: BorrowedFd<'_>) -> Option<u64> {
     use std::os::fd::AsRawFd;
+    // rustix has no wrapper for TCP_INFO, so the option is read with libc.
     // SAFETY: `info` is a properly aligned, writable `tcp_info` that lives across the call, and
     // `len` says its size; the kernel writes at most `len` bytes into it and sets `len` to what
     // it wrote. A zeroed `tcp_info` is a valid value (integers only), so fields the kernel does
@@ -115,6 +117,7 @@ fn acknowledged(_fd: BorrowedFd<'_>) -> Option<u64> {
 }
 
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn unacknowledged(fd: BorrowedFd<'_>) -> Option<u64> {
     use rustix::ioctl::{ioctl, Getter, Opcode};
     /// `SIOCOUTQ` (the same number as `TIOCOUTQ`): for a TCP socket, the bytes sent but not yet

@@ -460,6 +460,7 @@ fn parse_by_reading(
 /// release (which starts where this one ends) would drop it. Measured on a 1 GiB document just
 /// written, sent with a ranges file: 116 MiB of file pages resident at the peak without the
 /// widening, growing with the document, and releasing more often made it worse.
+#[allow(unsafe_code)]
 fn release(map: &Mmap, range: std::ops::Range<usize>) {
     if range.is_empty() {
         return;
@@ -476,6 +477,7 @@ fn release(map: &Mmap, range: std::ops::Range<usize>) {
 }
 
 /// Map `file` read-only, or `None` if the kernel refuses (the caller then reads instead).
+#[allow(unsafe_code)]
 fn map_file(file: &File) -> Option<Mmap> {
     // SAFETY: `Mmap::map` is unsafe because Rust assumes the bytes behind a `&[u8]` never change,
     // and another process may write or truncate the file while it is mapped. The mapping is
