@@ -23,7 +23,7 @@
 use thiserror::Error;
 
 /// Longest component of a name, in bytes (Linux's `NAME_MAX`).
-pub(crate) const MAX_COMPONENT_LEN: usize = 255;
+pub const MAX_COMPONENT_LEN: usize = 255;
 
 /// Most components in one name (folders nested this deep and the file itself).
 pub const MAX_DEPTH: usize = 64;

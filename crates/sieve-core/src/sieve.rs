@@ -388,7 +388,7 @@ impl Placement {
 
     /// The placement of a manifest as it travelled: its varints are kept as they are, with no
     /// expanded copy of its lengths on the way.
-    pub(crate) fn from_manifest(
+    pub fn from_manifest(
         m: &crate::message::DocRef<'_>,
         marks: Option<(u64, u64)>,
     ) -> Result<Placement, OutputOverflow> {

@@ -36,7 +36,7 @@ use crate::mac::{PlainMac, MAC_BLOCK};
 use crate::tls::Cipher;
 
 /// Bumped whenever what is measured, or how, changes: older cache entries are then ignored.
-pub(crate) const CALIBRATION_VERSION: u32 = 1;
+pub const CALIBRATION_VERSION: u32 = 1;
 
 /// The CPU flags that change the speeds measured here (x86 names as `/proc/cpuinfo` gives them;
 /// ARM's `aes` and `pmull` likewise).

@@ -27,7 +27,7 @@ pub(crate) type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 /// ([`crate::sender::AUTO_CHUNK_MAX`]) and their DATA prefix: a channel keeps the buffer of its
 /// frames instead of zero-filling a fresh one for each, and once it holds it never waits for the
 /// budget again (see [`crate::receiver::stall_free_buffer_bytes`]).
-pub(crate) const RETAIN_BUFFER: usize = (4 << 20) + (64 << 10);
+pub const RETAIN_BUFFER: usize = (4 << 20) + (64 << 10);
 
 /// Bytes of a frame in progress that count as activity (see [`Activity`]).
 pub(crate) const ACTIVITY_STEP: usize = 16 << 10;
@@ -674,7 +674,7 @@ impl FrameWriter {
     /// The header goes with the first part, in one vectored write, and each further part in one
     /// more: written alone, the header would leave as a tiny TCP segment (or TLS record) of its
     /// own that wakes the receiver for nothing, since a large payload bypasses the buffer.
-    pub(crate) async fn data_in_parts<'p>(
+    pub async fn data_in_parts<'p>(
         &mut self,
         doc: u32,
         offset: u64,

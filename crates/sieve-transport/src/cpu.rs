@@ -41,7 +41,7 @@ pub fn cpu_time(pid: Option<u32>) -> Duration {
 /// Fails with `ESRCH` when no such process exists (any more), and with `InvalidInput` for a
 /// `pid` beyond the kernel's range.
 #[allow(unsafe_code)]
-pub(crate) fn cpu_time_of(pid: u32) -> io::Result<Duration> {
+pub fn cpu_time_of(pid: u32) -> io::Result<Duration> {
     if pid == 0 {
         return Ok(duration(rustix::time::clock_gettime(
             ClockId::ProcessCPUTime,

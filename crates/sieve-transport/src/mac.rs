@@ -54,7 +54,7 @@ pub const MAC_BLOCK: u64 = 256 << 10;
 
 /// Runs of the layout shorter than this (within a block) do not get units of their own: they
 /// are tagged together with their neighbours.
-pub(crate) const MIN_RUN_UNIT: u64 = 16 << 10;
+pub const MIN_RUN_UNIT: u64 = 16 << 10;
 
 /// The units of the plain frame at stream `offset`, `len` bytes long: `f(within, n)` for each, in
 /// order, `within` relative to the frame.

@@ -15,7 +15,7 @@ use super::codec::Codec;
 /// Compressed over plain size above which a frame goes raw: saving less than 5 % is not worth the
 /// receiver's decompression, and incompressible data (already compressed media, random bytes)
 /// then costs the receiver nothing.
-pub(crate) const RAW_ABOVE_RATIO: f64 = 0.95;
+pub const RAW_ABOVE_RATIO: f64 = 0.95;
 
 /// Why a frame could not be compressed (libzstd failed: out of memory, or a bug).
 #[derive(Debug, thiserror::Error)]

@@ -55,5 +55,5 @@ pub use auto::{Auto, AutoConfig};
 pub use choice::{BadCompression, Compression};
 pub use codec::{BadLevel, Codec};
 pub use decoder::{decompress, Decoder, DecompressError};
-pub use encoder::{CompressError, Encoded, Encoder};
+pub use encoder::{CompressError, Encoded, Encoder, RAW_ABOVE_RATIO};
 pub use policy::{Policy, Quantum};

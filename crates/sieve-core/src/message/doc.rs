@@ -29,7 +29,7 @@ const MSG: &str = "Doc";
 
 /// Smallest size bucket of a padded manifest's payload, in bytes: a manifest of a few segments
 /// and a short name is a little over 20 bytes, so every ordinary document looks the same.
-pub(crate) const MIN_DOC_BUCKET: usize = 512;
+pub const MIN_DOC_BUCKET: usize = 512;
 
 /// The bucket a manifest payload of `len` bytes is padded to: the next power of two, at least
 /// [`MIN_DOC_BUCKET`].

@@ -12,7 +12,7 @@ use sieve_core::frame::Limits;
 /// descriptor while its pieces arrive), whatever the descriptor budget. Each session is told its
 /// own share ([`FdBudget::session_docs`]) in SESSION, and senders keep no more than that
 /// unacknowledged.
-pub(crate) const MAX_OPEN_DOCS: u64 = 1024;
+pub const MAX_OPEN_DOCS: u64 = 1024;
 
 /// Largest payload accepted before a connection is authenticated (its HELLO or JOIN; both are a
 /// few dozen bytes). Without it every unauthenticated connection could make the receiver reserve
@@ -29,15 +29,15 @@ pub(crate) const DEFAULT_MAX_BUFFER_BYTES: u64 = 512 << 20;
 /// more): its frame limit is that share divided among its channels (each holds at most one
 /// frame), so that one session, however large the frames it claims, never takes the budget from
 /// the others.
-pub(crate) const SESSION_BUFFER_SHARE: u64 = 8;
+pub const SESSION_BUFFER_SHARE: u64 = 8;
 
 /// Smallest frame limit a session is given, whatever its share of the budget.
-pub(crate) const MIN_SESSION_PAYLOAD: u32 = 64 << 10;
+pub const MIN_SESSION_PAYLOAD: u32 = 64 << 10;
 
 /// The frame limit of a session with `channels` channels: its share of the frame-buffer budget
 /// ([`SESSION_BUFFER_SHARE`]) over its channels, within [`MIN_SESSION_PAYLOAD`] and the
 /// receiver's frame limit. SESSION tells the sender, which sizes its frames below it.
-pub(crate) fn session_frame_limit(limits: &ServeLimits, channels: u64) -> Limits {
+pub fn session_frame_limit(limits: &ServeLimits, channels: u64) -> Limits {
     let sessions = SESSION_BUFFER_SHARE.min(limits.max_sessions as u64).max(1);
     let share = limits.max_buffer_bytes / sessions / channels.max(1);
     Limits {

@@ -49,7 +49,10 @@ mod session;
 
 pub(crate) use inflate::decompress_speed_mbps;
 pub(crate) use limits::{protocol_memory_bytes, MIN_BUFFER_BYTES};
-pub use limits::{stall_free_buffer_bytes, FdBudget, ServeLimits, MAX_CHANNELS};
+pub use limits::{
+    session_frame_limit, stall_free_buffer_bytes, FdBudget, ServeLimits, MAX_CHANNELS,
+    MAX_OPEN_DOCS, MIN_SESSION_PAYLOAD, SESSION_BUFFER_SHARE,
+};
 // The names under which the sender's module (being rewritten) still imports these.
 pub(crate) use limits::stall_free_payload as honest_payload;
 #[cfg(test)]
