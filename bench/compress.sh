@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compression of the cleartext against its goals (issue: compression adaptive to link and CPU).
+# Compression of the cleartext against its goals (ACCENT: compression adaptive to link and CPU).
 #
 #   bench/compress.sh [ROUNDS] [SIZE] [P] [LOOP_SIZE]     defaults: 5 32MiB 0.1 256MiB
 #   RATE=100 bench/compress.sh ...                        link rate in Mbit/s (default 100)

@@ -137,6 +137,7 @@ fn write_marked_copy(
     // SAFETY: the mapping is read-only and nothing in this process writes the file. Another
     // process truncating it while the copy is written would raise SIGBUS, as with any program
     // that maps its input; the length was checked against the scan just above.
+    #[allow(unsafe_code)]
     let map = if len > 0 {
         Some(
             unsafe { memmap2::Mmap::map(f) }

@@ -39,7 +39,7 @@ pub enum BatchSplit {
 
 impl BatchSplit {
     /// The names accepted by [`FromStr`], in declaration order.
-    pub const NAMES: [&'static str; 4] = ["dynamic", "file", "even", "segment"];
+    pub(crate) const NAMES: [&'static str; 4] = ["dynamic", "file", "even", "segment"];
 
     /// The recomputable plan for `docs` over `k` channels, or `None` for
     /// [`BatchSplit::Dynamic`], whose assignment is only decided while sending.

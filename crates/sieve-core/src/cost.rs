@@ -154,7 +154,7 @@ pub struct Decision {
 
 /// How much faster the sieve must be predicted to be before it is chosen: within this, the two
 /// are a tie, and secure-only (fewer connections, nothing on the plain path) is taken.
-pub const SIEVE_MARGIN: f64 = 0.02;
+pub(crate) const SIEVE_MARGIN: f64 = 0.02;
 
 /// The model: a machine's speeds, where the ends run, and the fitted overheads.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -13,16 +13,13 @@ use std::ops::Range;
 pub const MB: u64 = 1_000_000;
 /// Binary megabyte, used as the unit when a size is a whole number of MiB but not of MB.
 pub const MIB: u64 = 1 << 20;
-/// Bytes a writer of x-P files hands the kernel at a time (the capacity of its `BufWriter`).
-///
-/// Written 4 MiB at a time, a large document sits in the page cache in large folios, as it would
-/// had it been read from disk; written 1 MiB at a time it sat in smaller ones, which cost every
-/// mode that maps it more page-table work, the sieve most: 1 GiB at P = 0.1 sieved in 0.78 of the
-/// secure-only time from such a file, 0.72-0.73 from one written 4 MiB at a time or read back
-/// (`bench/transfer.sh`, 9 rounds each, the same day).
+/// Bytes a writer of x-P files hands the kernel at a time (the capacity of its `BufWriter`):
+/// large writes leave a document in the page cache in large folios, as reading it from disk
+/// would, so that mapping it costs what it costs for a document a user has read (see
+/// `bench/transfer.sh`).
 pub const WRITE_CHUNK: usize = 4 << 20;
 /// Classified components per unit block.
-pub const COMPONENTS: u64 = 5;
+pub(crate) const COMPONENTS: u64 = 5;
 
 /// What to generate.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,7 +48,7 @@ pub struct XpStats {
 
 /// Segment lengths of one block of `unit` content bytes: `(plain, secure)` five times, then a
 /// trailing plain run holding the rounding remainder.
-pub fn block_shape(unit: u64, p: f64) -> (Vec<(u64, u64)>, u64) {
+pub(crate) fn block_shape(unit: u64, p: f64) -> (Vec<(u64, u64)>, u64) {
     let secure = ((unit as f64) * p.clamp(0.0, 1.0)).round() as u64;
     let plain = unit - secure;
     if secure == 0 {
@@ -67,7 +64,7 @@ pub fn block_shape(unit: u64, p: f64) -> (Vec<(u64, u64)>, u64) {
 }
 
 /// The unit block a spec repeats: 1 MB, or 1 MiB for sizes in whole MiB, or the size itself.
-pub fn unit_for(size: u64) -> u64 {
+pub(crate) fn unit_for(size: u64) -> u64 {
     if size >= MB && size.is_multiple_of(MB) {
         MB
     } else if size >= MIB && size.is_multiple_of(MIB) {
@@ -99,7 +96,7 @@ pub fn block(unit: u64, p: f64, seed: u64) -> (Vec<u8>, Vec<Range<u64>>) {
 }
 
 /// Like [`block`]; without marks when `marked` is false (the ranges then describe the bytes).
-pub fn block_with(unit: u64, p: f64, seed: u64, marked: bool) -> (Vec<u8>, Vec<Range<u64>>) {
+pub(crate) fn block_with(unit: u64, p: f64, seed: u64, marked: bool) -> (Vec<u8>, Vec<Range<u64>>) {
     let (comps, tail) = block_shape(unit, p);
     let mut text = Text(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut out = Vec::with_capacity(unit as usize + comps.len() * 8);
@@ -129,7 +126,7 @@ pub fn write_xp(spec: XpSpec, out: &mut impl Write) -> io::Result<XpStats> {
 
 /// Write an x-P file; with `marked` false the file has no marks and every classified range
 /// (content = file coordinates) is passed to `range`, for a ranges file.
-pub fn write_xp_with(
+pub(crate) fn write_xp_with(
     spec: XpSpec,
     marked: bool,
     out: &mut impl Write,

@@ -65,7 +65,7 @@ impl Layout {
     }
 
     /// Kind of segment `i`.
-    pub fn kind_of(&self, i: usize) -> Kind {
+    pub(crate) fn kind_of(&self, i: usize) -> Kind {
         if i.is_multiple_of(2) {
             self.first
         } else {

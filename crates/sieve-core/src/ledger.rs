@@ -53,7 +53,7 @@ pub enum LedgerError {
 pub type UnitTag = (u64, u64, [u8; 32]);
 
 /// The hash of one piece's bytes, as recorded by [`Ledger::record`].
-pub fn piece_hash(bytes: &[u8]) -> [u8; 32] {
+pub(crate) fn piece_hash(bytes: &[u8]) -> [u8; 32] {
     *blake3::hash(bytes).as_bytes()
 }
 
@@ -110,7 +110,7 @@ impl Ledger {
     }
 
     /// Record a piece whose contents need no digest (it came over TLS).
-    pub fn record_unhashed(&mut self, offset: u64, len: u64) {
+    pub(crate) fn record_unhashed(&mut self, offset: u64, len: u64) {
         self.push(offset, len, [0; 32]);
     }
 

@@ -42,7 +42,7 @@ impl MacAlg {
     }
 
     /// The algorithm with wire value `code`, if any.
-    pub fn from_code(code: u8) -> Option<MacAlg> {
+    pub(crate) fn from_code(code: u8) -> Option<MacAlg> {
         Self::ALL.into_iter().find(|a| a.code() == code)
     }
 
@@ -56,7 +56,7 @@ impl MacAlg {
     }
 
     /// The algorithm called `name` (see [`MacAlg::name`]; `gmac` and `poly1305` also do).
-    pub fn from_name(name: &str) -> Option<MacAlg> {
+    pub(crate) fn from_name(name: &str) -> Option<MacAlg> {
         match name.to_ascii_lowercase().as_str() {
             "aes-gmac" | "gmac" => Some(MacAlg::Gmac),
             "blake3" => Some(MacAlg::Blake3),
@@ -256,7 +256,7 @@ pub struct NoCommonMac {
 /// How much slower (as a fraction) the receiver's pick may be on the receiver than its fastest
 /// common algorithm for the sender's order to decide instead: within this, the two are the same
 /// to the receiver, and the sender, which tags the same bytes, knows its own speeds better.
-pub const SENDER_TIE: f64 = 0.10;
+pub(crate) const SENDER_TIE: f64 = 0.10;
 
 /// The receiver's choice among `offer`, by its own measurement `own`: the common algorithm the
 /// receiver runs fastest, unless one the sender prefers runs within [`SENDER_TIE`] of it on the

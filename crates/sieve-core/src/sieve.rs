@@ -251,7 +251,7 @@ struct Checkpoint {
 }
 
 /// Segments between two checkpoints of a [`Placement`].
-pub const CHECKPOINT: usize = 32;
+pub(crate) const CHECKPOINT: usize = 32;
 
 /// One segment as a [`Placement`] walks them.
 #[derive(Debug, Clone, Copy)]
@@ -321,7 +321,7 @@ fn read_varint(b: &[u8]) -> Option<(u64, usize)> {
 }
 
 /// Bytes a layout's segment lengths take as varints (what [`Placement::new`] keeps).
-pub fn varint_bytes(layout: &Layout) -> usize {
+pub(crate) fn varint_bytes(layout: &Layout) -> usize {
     layout
         .lens
         .iter()
@@ -332,7 +332,7 @@ pub fn varint_bytes(layout: &Layout) -> usize {
 /// Heap bytes of the [`Placement`] of a manifest of `segments` segments whose lengths take
 /// `varint_bytes` bytes, computed without building it: what a receiver charges before it
 /// accepts a manifest.
-pub fn placement_bytes(segments: usize, varint_bytes: usize) -> u64 {
+pub(crate) fn placement_bytes(segments: usize, varint_bytes: usize) -> u64 {
     let checkpoints = segments / CHECKPOINT + 1;
     (varint_bytes + checkpoints * std::mem::size_of::<Checkpoint>()) as u64
 }

@@ -42,7 +42,7 @@ pub enum Split {
 
 impl Split {
     /// The names accepted by [`FromStr`], in declaration order.
-    pub const NAMES: [&'static str; 3] = ["dynamic", "even", "segment"];
+    pub(crate) const NAMES: [&'static str; 3] = ["dynamic", "even", "segment"];
 
     /// The recomputable plan for the segment lengths `lens` over `k` channels, or `None` for
     /// [`Split::Dynamic`], whose assignment is only decided while sending.
@@ -273,7 +273,7 @@ pub fn channel_slices<'a>(plan: &Plan, streams: &[&'a [u8]]) -> Vec<Vec<&'a [u8]
 }
 
 /// [`channel_slices`], reporting a piece outside its stream instead of panicking.
-pub fn try_channel_slices<'a>(
+pub(crate) fn try_channel_slices<'a>(
     plan: &Plan,
     streams: &[&'a [u8]],
 ) -> Result<Vec<Vec<&'a [u8]>>, CombineError> {

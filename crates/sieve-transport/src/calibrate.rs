@@ -77,7 +77,7 @@ impl MachineKey {
     }
 
     /// The key for a `/proc/cpuinfo` text and an `OPENSSL_ia32cap` value.
-    pub fn from_cpuinfo(cpuinfo: &str, ia32cap: Option<String>) -> MachineKey {
+    pub(crate) fn from_cpuinfo(cpuinfo: &str, ia32cap: Option<String>) -> MachineKey {
         let field = |name: &str| {
             cpuinfo
                 .lines()
@@ -116,6 +116,7 @@ impl MachineKey {
 /// The speeds of one machine, in GB/s (10⁹ bytes per second).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
+    /// Which machine the speeds are of (a cached calibration is used only on the same one).
     pub machine: MachineKey,
     /// TLS 1.3 suites by their command-line name ([`Cipher`]): seal speed of 16 KiB records.
     pub suites: BTreeMap<String, f64>,
@@ -228,7 +229,7 @@ impl Calibration {
 
     /// The cost model of this machine for `cipher` and `mac` (see [`Calibration::speeds`]),
     /// with the overheads measured for it ([`Overheads::MEASURED`]) and `host`.
-    pub fn cost_model(&self, cipher: Cipher, mac: MacAlg, host: Host) -> CostModel {
+    pub(crate) fn cost_model(&self, cipher: Cipher, mac: MacAlg, host: Host) -> CostModel {
         CostModel {
             speeds: self.speeds(cipher, mac, host.cores.max(1.0) as usize),
             host,

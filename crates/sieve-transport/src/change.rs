@@ -44,7 +44,7 @@ use crate::sendq::SendQueues;
 
 /// Longest a broken lease is held while the sockets deliver what they held at the break: below
 /// the kernel's default `lease-break-time` (45 s), after which it would take the lease anyway.
-pub const DRAIN_LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const DRAIN_LIMIT: Duration = Duration::from_secs(30);
 
 /// What `fstat` said of a file when it was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +109,7 @@ pub struct Watched {
 impl Watched {
     /// Open `path` read-only, note its metadata, and take a read lease through `leases` when
     /// one is given and the system allows it.
-    pub fn open(path: &Path, leases: Option<&Leases>) -> Result<Arc<Watched>> {
+    pub(crate) fn open(path: &Path, leases: Option<&Leases>) -> Result<Arc<Watched>> {
         let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         let st = rustix::fs::fstat(&file)
             .map_err(std::io::Error::from)
@@ -150,7 +150,7 @@ impl Watched {
     }
 
     /// Shared by every read of the file's bytes (see [`Leases`]).
-    pub fn gate(&self) -> &RwLock<()> {
+    pub(crate) fn gate(&self) -> &RwLock<()> {
         &self.gate
     }
 
@@ -185,7 +185,7 @@ impl Watched {
     /// [`Watched::check`], and that the path still names the same file: the check after a
     /// document's last byte, before it is vouched for.
     #[allow(clippy::unnecessary_cast)] // as in `Snapshot::of`
-    pub fn check_final(&self) -> Result<(), String> {
+    pub(crate) fn check_final(&self) -> Result<(), String> {
         self.check()?;
         match rustix::fs::stat(&self.path) {
             Ok(st)
@@ -200,9 +200,11 @@ impl Watched {
 
 /// Take a read lease on `file`; false (and the metadata watch alone) when the system refuses.
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn take_lease(file: &File, path: &Path) -> bool {
     // SAFETY: fcntl(F_SETLEASE) takes an int argument and touches no memory of ours; the
-    // descriptor is valid for the call because `file` is borrowed.
+    // descriptor is valid for the call because `file` is borrowed. (rustix wraps no lease
+    // commands.)
     let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) };
     if r != 0 {
         debug!(
@@ -221,6 +223,7 @@ fn take_lease(_: &File, _: &Path) -> bool {
 
 /// The lease a break is taking `fd` to, or `None` if it cannot be read.
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn lease_of(fd: std::os::fd::BorrowedFd<'_>) -> Option<i32> {
     // SAFETY: fcntl(F_GETLEASE) takes no argument and touches no memory of ours; `fd` is a live
     // borrowed descriptor.
@@ -229,8 +232,10 @@ fn lease_of(fd: std::os::fd::BorrowedFd<'_>) -> Option<i32> {
 }
 
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn release_lease(fd: std::os::fd::BorrowedFd<'_>) {
-    // SAFETY: as in `take_lease`.
+    // SAFETY: fcntl(F_SETLEASE) takes an int argument (F_UNLCK) and touches no memory of ours;
+    // `fd` is a live borrowed descriptor. (rustix wraps no lease commands.)
     let _ = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
 }
 
@@ -239,7 +244,7 @@ fn release_lease(fd: std::os::fd::BorrowedFd<'_>) {
 /// Created before the first lease is taken: it installs the process's `SIGIO` handler, whose
 /// default action would end the process on the first break. Dropping it stops the task; the
 /// handler stays installed (it cannot be removed), so a later break harms nothing.
-pub struct Leases {
+pub(crate) struct Leases {
     held: Arc<Mutex<Vec<Weak<Watched>>>>,
     /// The session's sockets, once it is connected.
     sockets: Arc<Mutex<Option<Arc<SendQueues>>>>,
@@ -320,7 +325,7 @@ impl Leases {
 
     /// The session's sockets: from now on a broken lease is released only once what they held
     /// at the break has been acknowledged.
-    pub fn watch_sockets(&self, queues: Arc<SendQueues>) {
+    pub(crate) fn watch_sockets(&self, queues: Arc<SendQueues>) {
         if let Ok(mut s) = self.sockets.lock() {
             *s = Some(queues);
         }
@@ -328,7 +333,7 @@ impl Leases {
 
     /// Wait (at most `limit`) until every broken lease is released, so that the session does
     /// not end, and its sockets close, while one waits for them.
-    pub async fn settle(&self, limit: Duration) {
+    pub(crate) async fn settle(&self, limit: Duration) {
         let mut r = self.releasing.subscribe();
         let _ = tokio::time::timeout(limit, r.wait_for(|&n| n == 0)).await;
     }

@@ -19,8 +19,8 @@ use tokio::sync::{Semaphore, TryAcquireError};
 
 use crate::lowat::Lowat;
 
-pub type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
-pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
+pub(crate) type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
+pub(crate) type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// A frame buffer larger than this is given back once its frame is consumed; smaller ones are
 /// kept for the next frame. Honest senders' data frames are at most 4 MiB
@@ -30,7 +30,7 @@ pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 pub const RETAIN_BUFFER: usize = (4 << 20) + (64 << 10);
 
 /// Bytes of a frame in progress that count as activity (see [`Activity`]).
-pub const ACTIVITY_STEP: usize = 16 << 10;
+pub(crate) const ACTIVITY_STEP: usize = 16 << 10;
 
 /// A frame's payload buffer grows by at most this much at a time, as its bytes arrive: a header
 /// alone claiming 16 MiB costs at most this much.
@@ -78,7 +78,7 @@ impl FrameBudget {
     }
 
     /// The budget, in bytes.
-    pub fn limit_bytes(&self) -> u64 {
+    pub(crate) fn limit_bytes(&self) -> u64 {
         self.limit_kib * 1024
     }
 
@@ -90,9 +90,16 @@ impl FrameBudget {
     /// Take `bytes` of the budget for a buffer that is not a frame's (a decompressed frame),
     /// waiting like a frame buffer does, at most the budget's wait; [`BufferExhausted`] then.
     /// The memory is given back when the [`Reservation`] is dropped.
-    pub async fn reserve(self: &Arc<Self>, bytes: usize, what: &str) -> Result<Reservation> {
+    pub async fn reserve(
+        self: &Arc<Self>,
+        bytes: usize,
+        what: &str,
+    ) -> Result<Reservation, BudgetError> {
         let kib = bytes.div_ceil(1024) as u64;
-        let n = u32::try_from(kib).context("buffer reservation too large")?;
+        let n = u32::try_from(kib).map_err(|e| BudgetError::TooLarge {
+            what: "buffer reservation",
+            source: e,
+        })?;
         let since = Instant::now();
         match self.permits.try_acquire_many(n) {
             Ok(p) => p.forget(),
@@ -100,7 +107,7 @@ impl FrameBudget {
                 self.stats.waits.fetch_add(1, Ordering::Relaxed);
                 match tokio::time::timeout(self.max_wait, self.permits.acquire_many(n)).await {
                     Ok(Ok(p)) => p.forget(),
-                    Ok(Err(_)) => bail!("the frame-buffer budget was closed"),
+                    Ok(Err(_)) => return Err(BudgetError::Closed),
                     Err(_) => {
                         self.stats.exhausted.fetch_add(1, Ordering::Relaxed);
                         return Err(BufferExhausted {
@@ -112,7 +119,7 @@ impl FrameBudget {
                     }
                 }
             }
-            Err(TryAcquireError::Closed) => bail!("the frame-buffer budget was closed"),
+            Err(TryAcquireError::Closed) => return Err(BudgetError::Closed),
         }
         self.took(kib);
         Ok(Reservation {
@@ -161,8 +168,70 @@ impl Drop for Reservation {
 pub struct BufferExhausted {
     /// What waited, e.g. "a 16777216-byte DATA frame".
     pub what: String,
+    /// How long it waited for memory before giving up.
     pub waited: Duration,
+    /// The whole frame-buffer budget, in bytes (what the other connections held).
     pub limit_bytes: u64,
+}
+
+/// Why a [`FrameBudget`] gave no memory. [`BudgetError::Exhausted`] is the one a receiver
+/// tells its sender about; the others are faults of the receiver itself.
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    /// The budget stayed spent for its whole wait.
+    #[error(transparent)]
+    Exhausted(#[from] BufferExhausted),
+    /// The budget's semaphore was closed (the receiver is going away).
+    #[error("the frame-buffer budget was closed")]
+    Closed,
+    /// One request larger than a budget can count (over 4 TiB).
+    #[error("{what} too large")]
+    TooLarge {
+        /// What asked: "buffer reservation" or "frame buffer step".
+        what: &'static str,
+        /// The failed conversion to a permit count.
+        source: std::num::TryFromIntError,
+    },
+}
+
+/// Why [`FrameReader::read`] returned no frame.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// No memory for the frame's buffer (see [`ReadError::buffer_exhausted`]).
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
+    /// The stream failed while reading a header or a payload.
+    #[error("{context}")]
+    Io {
+        /// What was being read: "reading a frame header" or "reading a frame".
+        context: &'static str,
+        /// The stream's error.
+        source: std::io::Error,
+    },
+    /// The header is malformed or claims more than the reader's limits.
+    #[error(transparent)]
+    Frame(#[from] frame::FrameError),
+    /// The peer closed the stream part-way through a frame header.
+    #[error("connection closed inside a frame header")]
+    ClosedInHeader,
+    /// The peer closed the stream part-way through a frame's payload.
+    #[error("connection closed inside a {ty} frame of {len} bytes")]
+    ClosedInFrame {
+        /// The frame's type name.
+        ty: &'static str,
+        /// The payload length its header claimed.
+        len: usize,
+    },
+}
+
+impl ReadError {
+    /// The frame-buffer budget stayed spent: the one failure a receiver reports to its sender.
+    pub fn buffer_exhausted(&self) -> Option<&BufferExhausted> {
+        match self {
+            ReadError::Budget(BudgetError::Exhausted(e)) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 impl BufferExhausted {
@@ -183,7 +252,7 @@ impl BufferExhausted {
 /// timeout (a minimum rate, as HTTP servers require of request bodies). A slow honest link
 /// still counts: at 64 KiB/s a frame of several idle timeouts is alive all the way.
 #[derive(Debug, Clone)]
-pub struct Activity {
+pub(crate) struct Activity {
     since: Instant,
     /// Milliseconds after `since` of the last byte.
     last_ms: Arc<AtomicU64>,
@@ -206,7 +275,7 @@ impl Activity {
     }
 
     /// How long since the last byte (or [`Activity::touch`]).
-    pub fn idle_for(&self) -> Duration {
+    pub(crate) fn idle_for(&self) -> Duration {
         let now = self.since.elapsed().as_millis() as u64;
         Duration::from_millis(now.saturating_sub(self.last_ms.load(Ordering::Relaxed)))
     }
@@ -267,12 +336,12 @@ impl FrameReader {
     /// socket under this reader's stream, which the stream keeps open; `slack` is how many bytes
     /// the stream may hold back from the reader (a TLS record; 0 for plain TCP); `idle` is the
     /// owner's idle timeout, which a batched wait must stay well within.
-    pub fn batch_wakeups(&mut self, socket: RawFd, slack: usize, idle: Duration) {
+    pub(crate) fn batch_wakeups(&mut self, socket: RawFd, slack: usize, idle: Duration) {
         self.lowat = Some(Lowat::new(socket, slack, idle));
     }
 
     /// Touch `activity` whenever a whole frame has arrived (a session's idle check).
-    pub fn report_activity_to(&mut self, activity: Activity) {
+    pub(crate) fn report_activity_to(&mut self, activity: Activity) {
         self.activity = Some(activity);
     }
 
@@ -284,7 +353,7 @@ impl FrameReader {
 
     /// Change what the next frames may claim (e.g. a small limit before the peer is
     /// authenticated, the session's limit after).
-    pub fn set_limits(&mut self, limits: Limits) {
+    pub(crate) fn set_limits(&mut self, limits: Limits) {
         self.limits = limits;
     }
 
@@ -324,7 +393,7 @@ impl FrameReader {
 
     /// Count this reader in `waiters` while it waits for its budget (a session counts its
     /// channels that wait for memory this way).
-    pub fn count_waits_in(&mut self, waiters: Arc<AtomicU64>) {
+    pub(crate) fn count_waits_in(&mut self, waiters: Arc<AtomicU64>) {
         if self.waiting_since.is_some() {
             waiters.fetch_add(1, Ordering::AcqRel);
         }
@@ -349,7 +418,7 @@ impl FrameReader {
 
     /// Grow the buffer towards a frame of `len` bytes: to `len` at once if it is at most
     /// [`GROW_STEP`], else by [`GROW_STEP`]. Waits for the budget if there is one.
-    async fn grow(&mut self, len: usize, ty: FrameType) -> Result<()> {
+    async fn grow(&mut self, len: usize, ty: FrameType) -> Result<(), BudgetError> {
         let cur = self.buf.len();
         let target = if len <= GROW_STEP {
             len
@@ -359,7 +428,10 @@ impl FrameReader {
         let kib = target.div_ceil(1024) as u64;
         if let Some(b) = self.budget.clone() {
             let need = kib.saturating_sub(self.held_kib);
-            let need32 = u32::try_from(need).context("frame buffer step too large")?;
+            let need32 = u32::try_from(need).map_err(|e| BudgetError::TooLarge {
+                what: "frame buffer step",
+                source: e,
+            })?;
             match b.permits.try_acquire_many(need32) {
                 Ok(p) => p.forget(),
                 Err(TryAcquireError::NoPermits) => {
@@ -378,7 +450,7 @@ impl FrameReader {
                         .await
                     {
                         Ok(Ok(p)) => p.forget(),
-                        Ok(Err(_)) => bail!("the frame-buffer budget was closed"),
+                        Ok(Err(_)) => return Err(BudgetError::Closed),
                         Err(_) => {
                             b.stats.exhausted.fetch_add(1, Ordering::Relaxed);
                             self.stop_waiting();
@@ -392,7 +464,7 @@ impl FrameReader {
                         }
                     }
                 }
-                Err(TryAcquireError::Closed) => bail!("the frame-buffer budget was closed"),
+                Err(TryAcquireError::Closed) => return Err(BudgetError::Closed),
             }
             self.stop_waiting();
             b.took(need);
@@ -405,7 +477,7 @@ impl FrameReader {
     }
 
     /// The next frame, or `None` on a clean end of stream between frames.
-    pub async fn read(&mut self) -> Result<Option<(FrameType, &[u8])>> {
+    pub async fn read(&mut self) -> Result<Option<(FrameType, &[u8])>, ReadError> {
         if self.hdr_have == 0 && self.buf.len() > RETAIN_BUFFER {
             // The last frame was large and is consumed: its memory goes back.
             self.release_buffer();
@@ -421,14 +493,17 @@ impl FrameReader {
                 0,
             )
             .await
-            .context("reading a frame header")?
+            .map_err(|source| ReadError::Io {
+                context: "reading a frame header",
+                source,
+            })?
             .unwrap_or_default();
             if n == 0 {
                 // A clean close (no byte of a new frame) or a truncated header.
                 if self.hdr_have == 0 {
                     return Ok(None);
                 }
-                return Err(anyhow!("connection closed inside a frame header"));
+                return Err(ReadError::ClosedInHeader);
             }
             self.hdr_have += n;
         }
@@ -451,16 +526,19 @@ impl FrameReader {
                 len - self.body_have,
             )
             .await
-            .context("reading a frame")?
+            .map_err(|source| ReadError::Io {
+                context: "reading a frame",
+                source,
+            })?
             else {
                 // A batched wait ran out of patience; batching is off for this frame.
                 continue;
             };
             if n == 0 {
-                return Err(anyhow!(
-                    "connection closed inside a {} frame of {len} bytes",
-                    h.ty.name()
-                ));
+                return Err(ReadError::ClosedInFrame {
+                    ty: h.ty.name(),
+                    len,
+                });
             }
             if (self.body_have + n) / ACTIVITY_STEP > self.body_have / ACTIVITY_STEP {
                 self.heard();
@@ -538,6 +616,8 @@ enum Sink {
 }
 
 impl FrameWriter {
+    /// A writer on any stream (a TLS channel); control frames are buffered until
+    /// [`FrameWriter::flush`].
     pub fn new(inner: BoxWrite) -> FrameWriter {
         FrameWriter {
             inner: Sink::Stream(BufWriter::with_capacity(64 * 1024, inner)),
@@ -573,7 +653,7 @@ impl FrameWriter {
 
     /// Write whole frames already encoded in `bytes` (a compressed frame, built by the worker
     /// that compressed it).
-    pub async fn frame_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+    pub(crate) async fn frame_bytes(&mut self, bytes: &[u8]) -> Result<()> {
         self.w()
             .write_all(bytes)
             .await
@@ -719,10 +799,12 @@ impl FrameWriter {
         Ok(())
     }
 
+    /// Send what is buffered now.
     pub async fn flush(&mut self) -> Result<()> {
         self.w().flush().await.context("flushing a connection")
     }
 
+    /// Flush, then close the stream for writing (TLS: close_notify; TCP: FIN).
     pub async fn shutdown(&mut self) -> Result<()> {
         self.w().shutdown().await.context("closing a connection")
     }

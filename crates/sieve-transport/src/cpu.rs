@@ -11,19 +11,17 @@
 use std::io;
 use std::time::Duration;
 
+use rustix::time::ClockId;
+
 /// CPU time (user + system) the calling thread has used so far: what a compression costs, as
 /// ACCENT's CD and `auto`'s speeds count it (other threads and waiting do not count). Zero if it
 /// cannot be read.
-pub fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `clock_gettime` only writes a `timespec` through the pointer, which points to a
-    // live, properly aligned local of that type; CLOCK_THREAD_CPUTIME_ID is always valid.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return Duration::ZERO;
-    }
+pub(crate) fn thread_cpu_time() -> Duration {
+    duration(rustix::time::clock_gettime(ClockId::ThreadCPUTime))
+}
+
+/// A clock reading as a duration (a CPU-time clock never reads negative).
+fn duration(ts: rustix::time::Timespec) -> Duration {
     Duration::new(
         u64::try_from(ts.tv_sec).unwrap_or(0),
         u32::try_from(ts.tv_nsec).unwrap_or(0),
@@ -42,8 +40,16 @@ pub fn cpu_time(pid: Option<u32>) -> Duration {
 ///
 /// Fails with `ESRCH` when no such process exists (any more), and with `InvalidInput` for a
 /// `pid` beyond the kernel's range.
+#[allow(unsafe_code)]
 pub fn cpu_time_of(pid: u32) -> io::Result<Duration> {
+    if pid == 0 {
+        return Ok(duration(rustix::time::clock_gettime(
+            ClockId::ProcessCPUTime,
+        )));
+    }
     let pid = libc::pid_t::try_from(pid).map_err(|_| io::ErrorKind::InvalidInput)?;
+    // Another process's CPU clock has no safe wrapper (rustix has none for
+    // `clock_getcpuclockid`, nor a clock id from a number), so these two calls stay unsafe.
     let mut clock: libc::clockid_t = 0;
     // SAFETY: `clock_getcpuclockid` only writes a `clockid_t` through the pointer, which points
     // to a live, properly aligned local of that type.
@@ -70,23 +76,11 @@ pub fn cpu_time_of(pid: u32) -> io::Result<Duration> {
 mod tests {
     use super::*;
 
-    /// CPU time of the calling thread.
-    fn thread_cpu() -> Duration {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `clock_gettime` writes a `timespec` through the pointer, which points to a
-        // live, properly aligned local of that type.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-    }
-
     /// Busy the calling thread until it has used `d` of CPU (however loaded the machine is).
     fn spin(d: Duration) {
-        let start = thread_cpu();
+        let start = thread_cpu_time();
         let mut x = 0u64;
-        while thread_cpu() < start + d {
+        while thread_cpu_time() < start + d {
             for _ in 0..10_000 {
                 x = std::hint::black_box(x.wrapping_add(1));
             }

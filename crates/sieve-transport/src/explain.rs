@@ -22,7 +22,7 @@ fn rustls_error(e: &anyhow::Error) -> Option<&rustls::Error> {
 
 /// What a TLS failure means for a sender, if `e` is one: the receiver wants a client
 /// certificate, did not accept ours, or its own certificate is not trusted.
-pub fn tls_failure(e: &anyhow::Error) -> Option<String> {
+pub(crate) fn tls_failure(e: &anyhow::Error) -> Option<String> {
     Some(match rustls_error(e)? {
         rustls::Error::AlertReceived(AlertDescription::CertificateRequired) => {
             "the receiver requires a client certificate (it runs with --client-ca): pass \
@@ -53,7 +53,7 @@ pub fn tls_failure(e: &anyhow::Error) -> Option<String> {
 
 /// What a lost connection means: the peer closed or reset it, or something else went wrong
 /// (said without library links).
-pub fn connection_lost(e: &anyhow::Error, peer: &str) -> String {
+pub(crate) fn connection_lost(e: &anyhow::Error, peer: &str) -> String {
     if let Some(t) = tls_failure(e).filter(|_| !is_eof(e)) {
         return t;
     }

@@ -36,10 +36,11 @@ pub enum LegacySuite {
 }
 
 impl LegacySuite {
+    /// Both suites, in the order the command line lists them.
     pub const ALL: [LegacySuite; 2] = [LegacySuite::TripleDesEdeCbcSha, LegacySuite::Aes256CbcSha];
 
     /// The OpenSSL name of the suite.
-    pub fn openssl_name(self) -> &'static str {
+    pub(crate) fn openssl_name(self) -> &'static str {
         match self {
             LegacySuite::TripleDesEdeCbcSha => "ECDHE-ECDSA-DES-CBC3-SHA",
             LegacySuite::Aes256CbcSha => "ECDHE-ECDSA-AES256-SHA",
@@ -54,6 +55,7 @@ impl LegacySuite {
         }
     }
 
+    /// The suite named `s` on the command line (any case), or an error naming the choices.
     pub fn parse(s: &str) -> Result<LegacySuite> {
         LegacySuite::ALL
             .into_iter()
@@ -78,6 +80,8 @@ pub struct LegacyClient {
 }
 
 impl LegacyClient {
+    /// A client that trusts the CA certificate `ca` and offers only `suite`; fails if this OpenSSL
+    /// no longer has it.
     pub fn new(ca: &Path, suite: LegacySuite) -> Result<LegacyClient> {
         let mut b = SslConnector::builder(SslMethod::tls_client())?;
         b.set_ca_file(ca)
@@ -96,12 +100,13 @@ impl LegacyClient {
         })
     }
 
+    /// The suite this client offers.
     pub fn suite(&self) -> LegacySuite {
         self.suite
     }
 
     /// Handshake over `tcp`, verifying the certificate for `host`.
-    pub async fn connect(&self, tcp: TcpStream, host: &str) -> Result<Secured> {
+    pub(crate) async fn connect(&self, tcp: TcpStream, host: &str) -> Result<Secured> {
         let ssl = self.connector.configure()?.into_ssl(host)?;
         let mut s = SslStream::new(ssl, tcp)?;
         Pin::new(&mut s)
@@ -118,6 +123,7 @@ pub struct LegacyServer {
 }
 
 impl LegacyServer {
+    /// A server with the certificate chain `cert` and its private key `key` (PEM).
     pub fn new(cert: &Path, key: &Path) -> Result<LegacyServer> {
         let mut b = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server())?;
         b.set_certificate_chain_file(cert)
@@ -135,7 +141,7 @@ impl LegacyServer {
         })
     }
 
-    pub async fn accept(&self, tcp: TcpStream) -> Result<Secured> {
+    pub(crate) async fn accept(&self, tcp: TcpStream) -> Result<Secured> {
         let ssl = Ssl::new(self.acceptor.context())?;
         let mut s = SslStream::new(ssl, tcp)?;
         Pin::new(&mut s)

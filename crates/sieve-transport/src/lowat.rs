@@ -19,16 +19,16 @@ use std::os::fd::RawFd;
 use std::time::Duration;
 
 /// Below this many bytes still to come, the reader is woken as usual.
-pub const MIN: usize = 64 << 10;
+pub(crate) const MIN: usize = 64 << 10;
 /// The most bytes a reader waits for at once.
 pub const MAX: usize = 1 << 20;
 /// How long a batched wait may last at most before the reader goes back to waking for every
 /// byte (less if the reader's idle timeout is short; see [`Lowat::new`]).
-pub const PATIENCE: Duration = Duration::from_millis(200);
+pub(crate) const PATIENCE: Duration = Duration::from_millis(200);
 
 /// The low-water mark of one socket, as its reader last set it.
 #[derive(Debug)]
-pub struct Lowat {
+pub(crate) struct Lowat {
     fd: RawFd,
     slack: usize,
     patience: Duration,
@@ -66,7 +66,7 @@ impl Lowat {
     }
 
     /// The last batched wait ran out of patience: wake for every byte until the next frame.
-    pub fn pause(&mut self) {
+    pub(crate) fn pause(&mut self) {
         self.paused = true;
         self.set(1);
     }
@@ -83,7 +83,7 @@ impl Lowat {
 
     /// The reader is about to read, its frame `need` bytes short: raise the mark if it is far
     /// below what the frame still needs. Raising is safe whether or not the read then waits.
-    pub fn before_read(&mut self, need: usize) {
+    pub(crate) fn before_read(&mut self, need: usize) {
         let t = self.target(need);
         if t / 2 > self.current {
             self.set(t);
@@ -93,7 +93,7 @@ impl Lowat {
     /// The reader must wait, its frame `need` bytes short (0 between frames): lower the mark if
     /// it asks for more than will come. Returns whether the wait is batched (and so should be
     /// bounded by [`PATIENCE`]).
-    pub fn before_wait(&mut self, need: usize) -> bool {
+    pub(crate) fn before_wait(&mut self, need: usize) -> bool {
         let coming = need.saturating_sub(self.slack);
         if self.current > coming || self.paused {
             self.set(self.target(need));
@@ -114,6 +114,7 @@ impl Lowat {
 }
 
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn set_rcvlowat(fd: RawFd, bytes: usize) -> std::io::Result<()> {
     let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
     // SAFETY: `setsockopt` reads exactly `size_of::<c_int>()` bytes from the pointer, which
@@ -147,6 +148,7 @@ mod tests {
     use super::*;
     use std::os::fd::AsRawFd;
 
+    #[allow(unsafe_code)]
     fn rcvlowat(fd: RawFd) -> libc::c_int {
         let mut v: libc::c_int = 0;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;

@@ -38,7 +38,12 @@ pub enum MacError {
     /// ever did, a made-up tag would be worse than none: an all-zero tag is the same for any
     /// bytes, so two ends that both failed would agree on altered cleartext.
     #[error("cannot compute the MAC of the cleartext at offset {offset} of document {doc}")]
-    Seal { doc: u32, offset: u64 },
+    Seal {
+        /// The document.
+        doc: u32,
+        /// Where in its plain stream the frame starts.
+        offset: u64,
+    },
 }
 
 /// Set in the nonce of a compressed frame's tag (see [`PlainMac::zdata_tag`]).
@@ -151,7 +156,7 @@ impl PlainMac {
 
     /// The tags of every unit (see [`units`]) of the contiguous plain frame `bytes` of `doc` at
     /// stream `offset`: `(offset, length, tag)` of each, in order, as the ledger records them.
-    pub fn frame_tags(
+    pub(crate) fn frame_tags(
         &self,
         streams: &Placement,
         doc: u32,
@@ -182,7 +187,12 @@ impl PlainMac {
     /// declared length. Its nonce has the top bit of the offset set, which no unit's offset has
     /// (streams are far shorter than 2^63 bytes), so no tag of a compressed frame ever shares a
     /// nonce with the tag of a raw unit.
-    pub fn zdata_tag(&self, doc: u32, offset: u64, payload: &[u8]) -> Result<[u8; 32], MacError> {
+    pub(crate) fn zdata_tag(
+        &self,
+        doc: u32,
+        offset: u64,
+        payload: &[u8],
+    ) -> Result<[u8; 32], MacError> {
         self.tag(doc, offset | ZDATA_NONCE_BIT, payload)
             .map_err(|_| MacError::Seal { doc, offset })
     }

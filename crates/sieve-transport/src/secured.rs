@@ -12,7 +12,7 @@ use crate::conn::{BoxRead, BoxWrite};
 pub const EXPORTER_LABEL: &[u8] = b"EXPORTER-security-sieve-join-v1";
 
 /// A secure channel once its handshake is done, whichever TLS library made it.
-pub struct Secured {
+pub(crate) struct Secured {
     pub read: BoxRead,
     pub write: BoxWrite,
     /// Keying material exported under [`EXPORTER_LABEL`] (join tokens and the plain MAC key).
@@ -29,13 +29,13 @@ pub struct Secured {
 
 impl Secured {
     /// A rustls client connection.
-    pub fn from_client(tls: tokio_rustls::client::TlsStream<TcpStream>) -> Result<Secured> {
+    pub(crate) fn from_client(tls: tokio_rustls::client::TlsStream<TcpStream>) -> Result<Secured> {
         let (exporter, cipher, resumed) = negotiated(&**tls.get_ref().1)?;
         Ok(Secured::new(tls, exporter, cipher, resumed))
     }
 
     /// A rustls server connection.
-    pub fn from_server(tls: tokio_rustls::server::TlsStream<TcpStream>) -> Result<Secured> {
+    pub(crate) fn from_server(tls: tokio_rustls::server::TlsStream<TcpStream>) -> Result<Secured> {
         let conn = tls.get_ref().1;
         let (exporter, cipher, resumed) = negotiated(&**conn)?;
         let peer_cert = conn
@@ -69,7 +69,7 @@ impl Secured {
 /// A client certificate's identity for logs: `cert <fingerprint>`, the first 8 bytes of the
 /// BLAKE3 of its DER in hex. The fingerprint names one certificate exactly, whatever its
 /// subject says.
-pub fn client_identity(der: &[u8]) -> String {
+pub(crate) fn client_identity(der: &[u8]) -> String {
     let h = blake3::hash(der);
     let hex: String = h.as_bytes()[..8]
         .iter()

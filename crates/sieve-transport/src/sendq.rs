@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 /// The sockets of one session, watched for bytes still queued in the kernel.
 #[derive(Debug, Default)]
-pub struct SendQueues(Mutex<Vec<OwnedFd>>);
+pub(crate) struct SendQueues(Mutex<Vec<OwnedFd>>);
 
 impl SendQueues {
     /// Watch `socket` (through a duplicate of its descriptor, dropped with `self`). A socket that
@@ -114,8 +114,10 @@ struct TcpInfo {
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
 fn tcp_info(fd: BorrowedFd<'_>) -> Option<TcpInfo> {
     use std::os::fd::AsRawFd;
+    // rustix has no wrapper for TCP_INFO, so the option is read with libc.
     // SAFETY: `info` is a properly aligned, writable `tcp_info` that lives across the call, and
     // `len` says its size; the kernel writes at most `len` bytes into it and sets `len` to what
     // it wrote. A zeroed `tcp_info` is a valid value (integers only), so fields the kernel does
@@ -146,6 +148,7 @@ fn tcp_info(_fd: BorrowedFd<'_>) -> Option<TcpInfo> {
 }
 
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 fn unacknowledged(fd: BorrowedFd<'_>) -> Option<u64> {
     use rustix::ioctl::{ioctl, Getter, Opcode};
     /// `SIOCOUTQ` (the same number as `TIOCOUTQ`): for a TCP socket, the bytes sent but not yet

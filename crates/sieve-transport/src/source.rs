@@ -70,21 +70,24 @@ pub fn ranges_beside(path: &Path) -> PathBuf {
 
 /// One frame's payload, as [`Source::frame`] cuts it.
 pub struct Frame<'a> {
+    /// The payload.
     pub bytes: &'a [u8],
     /// The bytes of the file the frame was taken from, when it was taken from the mapping.
     pub raw: Option<std::ops::Range<u64>>,
 }
 
 /// One contiguous slice of a mapped file: where it starts in the file, and its bytes.
-pub type Slice<'a> = (u64, &'a [u8]);
+pub(crate) type Slice<'a> = (u64, &'a [u8]);
 
 /// A document ready to send.
 #[derive(Debug)]
 pub struct Source {
+    /// The file on the sender's disk.
     pub path: PathBuf,
     /// The name the receiver will store it under: a base name, or a relative path beneath the
     /// receiver's folder (`sieve send -r`).
     pub name: String,
+    /// The document's classified and plain runs, in content order (marks excluded).
     pub layout: Layout,
     /// Mark strings the receiver puts back around classified segments, if any.
     pub marks: Option<(Vec<u8>, Vec<u8>)>,
@@ -105,7 +108,7 @@ impl Source {
     /// Open and sieve `path`, to be stored as `name`, mapping it into memory if `mmap` (see the
     /// module documentation). The file is watched for changes from here on, with a read lease
     /// through `leases` where the system grants one.
-    pub fn prepare(
+    pub(crate) fn prepare(
         path: &Path,
         name: &str,
         how: &Classify,
@@ -206,7 +209,7 @@ impl Source {
     /// sieved): every byte over TLS, exactly as secure-only would have prepared it. With marks
     /// kept that is the file as it is, marks included ([`Classify::All`]); with marks stripped,
     /// or ranges from a file or a policy, the content as sieved, in one secure segment.
-    pub fn make_secure_only(&mut self) {
+    pub(crate) fn make_secure_only(&mut self) {
         if self.marks.is_some() {
             let len = self.watch.len();
             self.extents = vec![Extent { raw: 0, len }];
@@ -217,7 +220,7 @@ impl Source {
     }
 
     /// Treat the whole content as classified (secure-only mode): one secure segment, no marks.
-    pub fn set_all_secure(&mut self) {
+    pub(crate) fn set_all_secure(&mut self) {
         let len = self.layout.content_len();
         self.layout = Layout::whole(Kind::Secure, len);
         self.marks = None;
@@ -234,6 +237,7 @@ impl Source {
         &self.streams
     }
 
+    /// Bytes of the `kind` stream (all classified, or all plain, bytes).
     pub fn stream_len(&self, kind: Kind) -> u64 {
         self.layout.stream_len(kind)
     }
@@ -313,7 +317,7 @@ impl Source {
     }
 
     /// Whether the document is mapped (frames then cost no read and no copy).
-    pub fn is_mapped(&self) -> bool {
+    pub(crate) fn is_mapped(&self) -> bool {
         self.map.is_some()
     }
 
@@ -456,6 +460,7 @@ fn parse_by_reading(
 /// release (which starts where this one ends) would drop it. Measured on a 1 GiB document just
 /// written, sent with a ranges file: 116 MiB of file pages resident at the peak without the
 /// widening, growing with the document, and releasing more often made it worse.
+#[allow(unsafe_code)]
 fn release(map: &Mmap, range: std::ops::Range<usize>) {
     if range.is_empty() {
         return;
@@ -472,6 +477,7 @@ fn release(map: &Mmap, range: std::ops::Range<usize>) {
 }
 
 /// Map `file` read-only, or `None` if the kernel refuses (the caller then reads instead).
+#[allow(unsafe_code)]
 fn map_file(file: &File) -> Option<Mmap> {
     // SAFETY: `Mmap::map` is unsafe because Rust assumes the bytes behind a `&[u8]` never change,
     // and another process may write or truncate the file while it is mapped. The mapping is

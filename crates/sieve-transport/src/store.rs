@@ -40,7 +40,7 @@ pub const TEMP_PREFIX: &str = ".sieve-partial-";
 
 /// Mode of received files unless `--file-mode` says otherwise: readable by the receiver's user
 /// only, since documents hold classified parts.
-pub const DEFAULT_FILE_MODE: u32 = 0o600;
+pub(crate) const DEFAULT_FILE_MODE: u32 = 0o600;
 
 /// How the store treats what senders send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl Default for StoreOptions {
 
 impl StoreOptions {
     /// The mode of folders the store creates: the file mode plus search wherever read is given.
-    pub fn dir_mode(&self) -> u32 {
+    pub(crate) fn dir_mode(&self) -> u32 {
         self.file_mode | ((self.file_mode & 0o444) >> 2)
     }
 }
@@ -93,7 +93,7 @@ pub fn parse_mode(s: &str) -> Result<u32, String> {
 /// Why a document cannot be stored under its name. `Exists` and `Refused` are the sender's doing
 /// (the receiver answers with a refusal); `Io` is the receiver's (disk full, permissions).
 #[derive(Debug, thiserror::Error)]
-pub enum CommitError {
+pub(crate) enum CommitError {
     /// A file (or folder) of that name exists and the store does not replace files.
     #[error(
         "{name} already exists on the receiver, which replaces files only when started with \
@@ -124,7 +124,7 @@ fn io(what: &'static str, path: &Path, e: Errno) -> CommitError {
 
 /// The output folder (or one client's folder beneath it), held open as a directory descriptor.
 #[derive(Debug, Clone)]
-pub struct Store {
+pub(crate) struct Store {
     /// Where temporary files live: always the output folder itself, so that one listing finds
     /// every leftover after a crash.
     temp_dir: Arc<OwnedFd>,
@@ -186,13 +186,8 @@ impl Store {
         &self.opts
     }
 
-    /// The folder names are relative to.
-    pub fn path(&self) -> &Path {
-        &self.base_path
-    }
-
     /// Remove temporary files left by a receiver that crashed.
-    pub fn clean_stale(&self) -> Result<usize> {
+    pub(crate) fn clean_stale(&self) -> Result<usize> {
         let mut n = 0;
         let root = self.temp_root();
         for e in std::fs::read_dir(&root)
@@ -226,7 +221,7 @@ impl Store {
     /// The store of one client (`--per-client-dirs`): a folder named after its certificate (see
     /// [`client_folder`]) beneath the output folder, created if missing. Temporary files stay
     /// in the output folder.
-    pub fn for_client(&self, cert_der: &[u8]) -> Result<Store, CommitError> {
+    pub(crate) fn for_client(&self, cert_der: &[u8]) -> Result<Store, CommitError> {
         let folder = client_folder(cert_der);
         let fd = self.open_dirs(&[folder.as_str()], true)?;
         Ok(Store {
@@ -240,7 +235,7 @@ impl Store {
     /// Check a document's name before any of it arrives: a name the store would refuse, a path
     /// through a symbolic link or a file, or (without `--overwrite`) an existing file is
     /// refused now rather than after its bytes have crossed the network. The commit checks again.
-    pub fn precheck(&self, name: &str) -> Result<(), CommitError> {
+    pub(crate) fn precheck(&self, name: &str) -> Result<(), CommitError> {
         name::check(name).map_err(|e| CommitError::Refused {
             why: format!("refused file name: {e}"),
         })?;
@@ -370,7 +365,7 @@ impl Store {
 /// only in replaced characters stay apart; a certificate without a common name gets `cert-` and
 /// 16 hex digits of the certificate's hash. The result is always a single component that
 /// [`sieve_core::name::check`] accepts.
-pub fn client_folder(cert_der: &[u8]) -> String {
+pub(crate) fn client_folder(cert_der: &[u8]) -> String {
     let hex = |b: &[u8], n: usize| -> String {
         blake3::hash(b).as_bytes()[..n / 2]
             .iter()
@@ -407,7 +402,7 @@ pub fn client_folder(cert_der: &[u8]) -> String {
 /// A document being received: a temporary file that becomes `name` when committed, or
 /// disappears.
 #[derive(Debug)]
-pub struct PartFile {
+pub(crate) struct PartFile {
     file: File,
     store: Store,
     temp: String,
@@ -423,7 +418,7 @@ impl PartFile {
     }
 
     /// Write `bytes` at `offset`. Safe to call from several threads at once.
-    pub fn write_at(&self, offset: u64, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn write_at(&self, offset: u64, bytes: &[u8]) -> Result<()> {
         self.file
             .write_all_at(bytes, offset)
             .with_context(|| format!("cannot write the temporary file of {}", self.name))
@@ -507,11 +502,6 @@ impl PartFile {
             let _ = rustix::fs::fsync(temp_dir);
         }
         Ok(dest)
-    }
-
-    /// Remove the temporary file.
-    pub fn discard(self) {
-        // Drop does it.
     }
 }
 

@@ -21,17 +21,21 @@ use tokio::net::TcpStream;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Cipher {
     #[default]
+    /// TLS_AES_128_GCM_SHA256 (the default: fastest with AES instructions).
     Aes128Gcm,
+    /// TLS_AES_256_GCM_SHA384.
     Aes256Gcm,
+    /// TLS_CHACHA20_POLY1305_SHA256 (fastest without AES instructions).
     Chacha20,
 }
 
 impl Cipher {
+    /// Every suite, in the order the command line lists them.
     pub const ALL: [Cipher; 3] = [Cipher::Aes128Gcm, Cipher::Aes256Gcm, Cipher::Chacha20];
 
     /// The suite a client configuration asks for first: the one its sessions will use with a
     /// receiver that accepts it (`None` when it is none of [`Cipher::ALL`]).
-    pub fn of_config(cfg: &ClientConfig) -> Option<Cipher> {
+    pub(crate) fn of_config(cfg: &ClientConfig) -> Option<Cipher> {
         let first = cfg.crypto_provider().cipher_suites.first()?.suite();
         Cipher::ALL.into_iter().find(|c| c.suite().suite() == first)
     }
@@ -77,7 +81,7 @@ fn provider(ciphers: Option<&[Cipher]>) -> Arc<CryptoProvider> {
     Arc::new(p)
 }
 
-pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
+pub(crate) fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     let certs = CertificateDer::pem_file_iter(path)
         .with_context(|| format!("cannot read certificates from {}", path.display()))?
         .collect::<Result<Vec<_>, _>>()
@@ -91,7 +95,7 @@ pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     Ok(certs)
 }
 
-pub fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
+pub(crate) fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
     PrivateKeyDer::from_pem_file(path)
         .with_context(|| format!("cannot read a PEM private key from {}", path.display()))
 }
@@ -111,13 +115,16 @@ fn roots(ca: &Path) -> Result<RootCertStore> {
 
 /// Receiver side.
 pub struct ServerTls {
+    /// The receiver's certificate chain (PEM).
     pub cert: std::path::PathBuf,
+    /// Its private key (PEM).
     pub key: std::path::PathBuf,
     /// Require client certificates signed by this CA (mutual TLS).
     pub client_ca: Option<std::path::PathBuf>,
 }
 
 impl ServerTls {
+    /// The rustls configuration: TLS 1.3 only, session tickets for the extra channels' resumption.
     pub fn config(&self) -> Result<Arc<ServerConfig>> {
         let provider = provider(None);
         let builder = ServerConfig::builder_with_provider(provider.clone())
@@ -144,13 +151,17 @@ impl ServerTls {
 
 /// Sender side.
 pub struct ClientTls<'a> {
+    /// The CA certificate the receiver's certificate must chain to (PEM).
     pub ca: &'a Path,
+    /// Offer only this suite (`None`: all, AES-128-GCM first).
     pub cipher: Option<Cipher>,
     /// Client certificate and key, for receivers that require mutual TLS.
     pub identity: Option<(&'a Path, &'a Path)>,
 }
 
 impl ClientTls<'_> {
+    /// The rustls configuration: TLS 1.3 only, the chosen suites, resumption for the extra
+    /// channels.
     pub fn config(&self) -> Result<Arc<ClientConfig>> {
         let ciphers = self.cipher.map(|c| vec![c]);
         let builder = ClientConfig::builder_with_provider(provider(ciphers.as_deref()))
@@ -167,11 +178,12 @@ impl ClientTls<'_> {
     }
 }
 
-pub use crate::secured::{client_identity, suite_name, Secured, EXPORTER_LABEL};
+pub(crate) use crate::secured::Secured;
+pub use crate::secured::{suite_name, EXPORTER_LABEL};
 
 /// How a receiver makes its secure channels.
 #[derive(Clone)]
-pub enum Acceptor {
+pub(crate) enum Acceptor {
     Rustls(tokio_rustls::TlsAcceptor),
     /// OpenSSL with the thesis's TLS 1.2 suites as well (INSECURE; laboratory only).
     #[cfg(feature = "insecure-thesis-suites")]

@@ -15,6 +15,7 @@ use sieve_core::Kind;
 pub struct JoinKey([u8; 32]);
 
 impl JoinKey {
+    /// The key from channel 0's TLS exporter ([`crate::tls::EXPORTER_LABEL`]).
     pub fn new(exported: [u8; 32]) -> JoinKey {
         JoinKey(exported)
     }

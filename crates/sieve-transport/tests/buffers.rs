@@ -16,7 +16,7 @@ use sieve_core::frame::{self, FrameType, Limits};
 use sieve_core::message::{self, Join, Message, Mode};
 use sieve_core::split::Split;
 use sieve_core::Kind;
-use sieve_transport::conn::{BufferExhausted, BufferStats, FrameBudget, FrameReader, GROW_STEP};
+use sieve_transport::conn::{BufferStats, FrameBudget, FrameReader, GROW_STEP};
 use sieve_transport::receiver::{stall_free_buffer_bytes, MAX_CHANNELS};
 use tokio::io::AsyncWriteExt;
 
@@ -119,7 +119,7 @@ async fn frame_reader_grows_as_bytes_arrive_within_its_budget() {
         "gave up after {waited:?} instead of 400 ms"
     );
     let why = err
-        .downcast_ref::<BufferExhausted>()
+        .buffer_exhausted()
         .unwrap_or_else(|| panic!("not a BufferExhausted: {err:#}"));
     assert!(
         why.what.contains("16777216-byte Data frame"),

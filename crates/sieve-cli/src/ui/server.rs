@@ -553,6 +553,7 @@ async fn save(
             // truncation by another program would raise SIGBUS, as for any program mapping its
             // input.
             let len = file.metadata()?.len();
+            #[allow(unsafe_code)]
             let map = if len > 0 {
                 Some(unsafe { memmap2::Mmap::map(&*file) }?)
             } else {

@@ -205,7 +205,7 @@ impl Accent {
     /// Phase 3 from a single figure: the receiver decompresses `dd` plain bytes per second
     /// whatever the scheme (zstd decodes every level at about the same speed), as its SESSION
     /// says. Every compressing scheme's receiver index is computed afresh from it (eq. 3).
-    pub fn set_receiver_speed(&mut self, dd: f64) {
+    pub(crate) fn set_receiver_speed(&mut self, dd: f64) {
         if dd.is_nan() || dd <= 0.0 {
             return;
         }

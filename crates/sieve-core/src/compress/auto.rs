@@ -86,7 +86,7 @@ pub struct AutoConfig {
 
 impl AutoConfig {
     /// The default candidates (zstd -3, 1, 3, 6, 9, 12, 15, 19) on `cores` cores, starting at 1.
-    pub fn with_cores(cores: u32) -> AutoConfig {
+    pub(crate) fn with_cores(cores: u32) -> AutoConfig {
         AutoConfig {
             levels: [-3, 1, 3, 6, 9, 12, 15, 19]
                 .into_iter()
@@ -272,7 +272,7 @@ impl Auto {
     /// [`Auto::next_frame`]): the compressors may be what keeps the queue empty, and only a
     /// frame sent as fast as the sender can send shows how fast the link really is (on loopback,
     /// where compression must turn itself off, a raw frame drains at gigabytes per second).
-    pub fn observe_link(&mut self, s: LinkSample) {
+    pub(crate) fn observe_link(&mut self, s: LinkSample) {
         if s.elapsed_s.is_nan() || s.elapsed_s <= 0.0 {
             return;
         }
@@ -340,7 +340,7 @@ impl Auto {
             return Some(link);
         };
         let (speed, ratio) = self.estimate(i);
-        let ratio = if ratio <= super::RAW_ABOVE_RATIO {
+        let ratio = if ratio <= super::encoder::RAW_ABOVE_RATIO {
             ratio
         } else {
             1.0

@@ -12,9 +12,9 @@
 use std::fmt;
 
 /// Fastest zstd level the wire accepts (zstd's `--fast=7`).
-pub const MIN_LEVEL: i32 = -7;
+pub(crate) const MIN_LEVEL: i32 = -7;
 /// Strongest zstd level (zstd's `--ultra -22`).
-pub const MAX_LEVEL: i32 = 22;
+pub(crate) const MAX_LEVEL: i32 = 22;
 
 /// A compressor and level, as the codec byte of a [`crate::message::ZData`] frame names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -47,7 +47,7 @@ use std::collections::VecDeque;
 use super::ttsc::compress_encode_rate;
 
 /// Eq. 3: CI_δ = CD_δ·ED / (CR·CD_δ + ED) + CD_δ·(1 − CR), in bytes per second.
-pub fn computation_index(cd: f64, cr: f64, ed: f64) -> f64 {
+pub(crate) fn computation_index(cd: f64, cr: f64, ed: f64) -> f64 {
     compress_encode_rate(cd, ed, cr) + cd * (1.0 - cr)
 }
 
@@ -104,7 +104,7 @@ impl FloatingScale {
     }
 
     /// ω.
-    pub fn omega(&self) -> usize {
+    pub(crate) fn omega(&self) -> usize {
         self.omega
     }
 

@@ -152,7 +152,7 @@ impl Policy {
 
 /// ACCENT's sliding window (Algorithm 1): ω + 1 quanta. The paper evaluated small windows for
 /// quick adaptation; 2 (three quanta, 0.6 s at its 200 ms quantum) ignores one-quantum spikes.
-pub const ACCENT_OMEGA: usize = 2;
+pub(crate) const ACCENT_OMEGA: usize = 2;
 
 #[cfg(test)]
 mod tests {

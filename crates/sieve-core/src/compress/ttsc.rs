@@ -57,7 +57,7 @@ pub struct Monitor {
 
 impl Monitor {
     /// CED = CD·ED / (CR·CD + ED): plain bytes per second through compression then encryption.
-    pub fn ced(&self) -> f64 {
+    pub(crate) fn ced(&self) -> f64 {
         compress_encode_rate(self.cd, self.ed, self.cr)
     }
 
@@ -80,7 +80,7 @@ impl Monitor {
 }
 
 /// CD·ED / (CR·CD + ED), the first term of eq. 1 and of eq. 3.
-pub fn compress_encode_rate(cd: f64, ed: f64, cr: f64) -> f64 {
+pub(crate) fn compress_encode_rate(cd: f64, ed: f64, cr: f64) -> f64 {
     let den = cr * cd + ed;
     if den > 0.0 {
         cd * ed / den

@@ -37,7 +37,7 @@ impl AckStatus {
     }
 
     /// The status with wire value `code`, if any.
-    pub fn from_code(code: u8) -> Option<AckStatus> {
+    pub(crate) fn from_code(code: u8) -> Option<AckStatus> {
         match code {
             0 => Some(AckStatus::Ok),
             1 => Some(AckStatus::IntegrityError),

@@ -113,7 +113,7 @@ impl<'a> DataRef<'a> {
     }
 
     /// Copy into an owned [`Data`].
-    pub fn to_data(self) -> Data {
+    pub(crate) fn to_data(self) -> Data {
         Data {
             doc: self.doc,
             offset: self.offset,

@@ -20,7 +20,7 @@ impl ErrorMsg {
     /// A frame or message could not be parsed, or came at the wrong time.
     pub const PROTOCOL: u16 = 1;
     /// The peer speaks another [`super::PROTOCOL_VERSION`].
-    pub const VERSION: u16 = 2;
+    pub(crate) const VERSION: u16 = 2;
     /// A request exceeds what this peer accepts (channels, sizes, documents).
     pub const LIMIT: u16 = 3;
     /// A join failed or the session is unknown.

@@ -110,7 +110,7 @@ impl Mode {
     }
 
     /// The mode with wire value `code`, if any.
-    pub fn from_code(code: u8) -> Option<Mode> {
+    pub(crate) fn from_code(code: u8) -> Option<Mode> {
         match code {
             0 => Some(Mode::Sieve),
             1 => Some(Mode::SecureOnly),

@@ -28,6 +28,7 @@
 mod action;
 mod document;
 mod memory;
+mod refusal;
 mod session;
 
 pub use action::{

@@ -16,9 +16,8 @@ use super::action::{
     WritePiece,
 };
 use super::document::{Document, Phase, State};
-use super::memory::{
-    manifest_cost, Account, MemoryPool, Short, LEDGERS_FIXED, LEDGER_BLOCK, PHASE_BLOCK,
-};
+use super::memory::{manifest_cost, Account, MemoryPool, LEDGERS_FIXED, LEDGER_BLOCK, PHASE_BLOCK};
+use super::refusal::{ManifestRefusal, MemoryRefusal};
 use crate::ledger::Ledger;
 
 /// What a receiver allows one session.
@@ -213,7 +212,7 @@ impl ReceiverSession {
             }
             Err(why) => {
                 self.set_phase(id, Phase::Refused);
-                self.refuse(id, doc.name.to_string(), why);
+                self.refuse(id, doc.name.to_string(), why.to_string());
             }
         }
         Ok(())
@@ -222,61 +221,39 @@ impl ReceiverSession {
     /// Take a manifest if the receiver will: its name, segment count, size and mode are checked
     /// and its memory is charged before its placement is built. Returns the placement and what
     /// was charged, or why it is refused.
-    fn admit(&mut self, doc: &DocRef<'_>) -> Result<(Placement, u64), String> {
-        name::check(doc.name).map_err(|why| format!("refused file name: {why}"))?;
+    fn admit(&mut self, doc: &DocRef<'_>) -> Result<(Placement, u64), ManifestRefusal> {
+        name::check(doc.name)?;
         let segments = doc.segments;
         if segments > self.limits.max_segments {
-            return Err(format!(
-                "the manifest has {segments} segments; this receiver takes at most {} (merge \
-                 adjacent classified parts)",
-                self.limits.max_segments
-            ));
+            return Err(ManifestRefusal::TooManySegments {
+                segments,
+                max: self.limits.max_segments,
+            });
         }
         if self.hello.mode == Mode::SecureOnly && doc.stream_len[Kind::Plain.index()] > 0 {
-            return Err("plain bytes in a secure-only session".into());
+            return Err(ManifestRefusal::PlainInSecureOnly);
         }
         let cost = manifest_cost(segments, doc.lens.len(), doc.name.len());
         if let Err(short) = self.account.charge(cost) {
-            return Err(self.memory_refusal(
-                short,
-                cost,
-                &format!("the manifest of {segments} segments"),
-            ));
+            let what = format!("the manifest of {segments} segments");
+            return Err(MemoryRefusal::new(short, cost, what).into());
         }
         let marks = doc.marks.map(|(s, e)| (s.len() as u64, e.len() as u64));
         let placement = match Placement::from_manifest(doc, marks) {
             Ok(p) => p,
             Err(e) => {
                 self.account.release(cost);
-                return Err(e.to_string());
+                return Err(e.into());
             }
         };
         if placement.output_len() > self.limits.max_doc_bytes {
             self.account.release(cost);
-            return Err(format!(
-                "{} bytes exceed this receiver's limit of {} bytes",
-                placement.output_len(),
-                self.limits.max_doc_bytes
-            ));
+            return Err(ManifestRefusal::TooLarge {
+                len: placement.output_len(),
+                max: self.limits.max_doc_bytes,
+            });
         }
         Ok((placement, cost))
-    }
-
-    fn memory_refusal(&self, short: Short, cost: u64, what: &str) -> String {
-        match short {
-            Short::Session { share } => format!(
-                "LIMIT: {what} needs {} KiB of the receiver's memory, more than this session's \
-                 share of {} KiB with what it already holds; send fewer documents at once, merge \
-                 adjacent classified parts, or ask for a larger --max-buffer-memory",
-                cost.div_ceil(1024),
-                share / 1024
-            ),
-            Short::Receiver => format!(
-                "LIMIT: the receiver has no memory free for {what} ({} KiB): other sessions \
-                 hold it; try again later",
-                cost.div_ceil(1024)
-            ),
-        }
     }
 
     fn refuse(&mut self, doc: u32, name: String, why: String) {
@@ -358,8 +335,8 @@ impl ReceiverSession {
         if let Err(short) = self.account.charge(grow) {
             // Not even its phase can be remembered: refuse it without one. The sender is told;
             // a frame of it would wait for a manifest that never comes.
-            let why = self.memory_refusal(short, grow, "the documents of this session");
-            self.refuse(doc, String::new(), why);
+            let why = MemoryRefusal::new(short, grow, "the documents of this session");
+            self.refuse(doc, String::new(), why.to_string());
             return false;
         }
         self.phases.resize(len, Phase::Unseen);
@@ -461,12 +438,9 @@ impl ReceiverSession {
             };
             let cost = more * Ledger::ENTRY_BYTES + if first { LEDGERS_FIXED } else { 0 };
             if let Err(short) = self.account.charge(cost) {
-                let why = self.memory_refusal(
-                    short,
-                    cost,
-                    &format!("document {doc}'s record of {entries} pieces"),
-                );
-                self.fail(doc, AckStatus::Refused, why);
+                let what = format!("document {doc}'s record of {entries} pieces");
+                let why = MemoryRefusal::new(short, cost, what);
+                self.fail(doc, AckStatus::Refused, why.to_string());
                 return Ok(Verdict::Drop);
             }
             let d = self.docs.get_mut(&doc).expect("checked above");

@@ -70,18 +70,18 @@ pub(crate) fn render(recs: &[Record], machine: &Machine, dir: &Path) -> Result<R
     )?;
     // Secure-only response time of each suite at the lowest P, against the first suite's.
     let p0 = along.values.first().copied().unwrap_or(0.1);
-    let so = |c: &str| {
+    let secure_only_ms = |c: &str| {
         sample(
             recs,
             |r| r.cipher == c && r.is(Mode::SecureOnly) && same(r.p, p0),
             |r| r.response_ms,
         )
     };
-    let base = ciphers.first().map(|c| so(c));
+    let base = ciphers.first().map(|c| secure_only_ms(c));
     let suites_json: Vec<_> = ciphers
         .iter()
         .map(|c| {
-            let e = so(c);
+            let e = secure_only_ms(c);
             json!({
                 "label": suite_label(c),
                 "ms": e.num(2),

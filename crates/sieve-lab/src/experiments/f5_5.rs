@@ -110,7 +110,7 @@ pub(crate) fn render(recs: &[Record], machine: &Machine, dir: &Path) -> Result<R
         Metric::Response,
         &mut findings,
     )?;
-    let so = |n: &str| {
+    let secure_only_ms = |n: &str| {
         let p0 = along.values.first().copied().unwrap_or(0.1);
         sample(
             recs,
@@ -130,8 +130,8 @@ pub(crate) fn render(recs: &[Record], machine: &Machine, dir: &Path) -> Result<R
             "rounds": rounds_of(recs),
             "table": table,
             "curves": described,
-            "so_wifi_ms": so("wifi"),
-            "so_wifi_ps_ms": so("wifi+power-saving"),
+            "so_wifi_ms": secure_only_ms("wifi"),
+            "so_wifi_ps_ms": secure_only_ms("wifi+power-saving"),
             "power_saving": names.contains(&"wifi+power-saving"),
             "aes_gbps": format!("{aes:.1}"),
             "encrypt_ms": format!("{encrypt_ms:.2}"),

@@ -345,9 +345,9 @@ mod tests {
         response_ms,total_ms,sieve_ms,processing_ms,split_ms,transfer_ms,combine_ms,\
         integrate_ms,cpu_ms,bytes,secure_bytes,plain_bytes,negotiated_cipher\n";
 
-    /// Eight rounds under the AES-only mask: secure-only takes `so` ms per MB, the sieve
-    /// `sv(p)` ms per MB, for both suites, at two P, two sizes and the goal point.
-    fn fixture(so: f64, sv: impl Fn(f64) -> f64) -> Vec<Record> {
+    /// Eight rounds under the AES-only mask: secure-only takes `secure_only` ms per MB, the sieve
+    /// `sieve(p)` ms per MB, for both suites, at two P, two sizes and the goal point.
+    fn fixture(secure_only: f64, sieve: impl Fn(f64) -> f64) -> Vec<Record> {
         let mut csv = String::from(HEADER);
         for rep in 0..8 {
             for (x, ps) in [
@@ -357,7 +357,7 @@ mod tests {
             ] {
                 for p in ps {
                     for cipher in SUITES {
-                        for (mode, per_mb) in [("secure-only", so), ("sieve", sv(p))] {
+                        for (mode, per_mb) in [("secure-only", secure_only), ("sieve", sieve(p))] {
                             let t = per_mb * x + 0.01 * rep as f64;
                             csv.push_str(&format!(
                                 "no-aes,{x}MB-{},{mode},{x},{p},1,1,dynamic,dynamic,{cipher},0,\

@@ -257,22 +257,29 @@ impl Shared {
     fn session_store(
         &self,
         peer_cert: Option<&[u8]>,
-    ) -> Result<Option<crate::store::Store>, String> {
+    ) -> Result<Option<crate::store::Store>, NoClientStore> {
         let Some(store) = &self.store else {
             return Ok(None);
         };
         if !store.options().per_client_dirs {
             return Ok(Some(store.clone()));
         }
-        let cert = peer_cert.ok_or_else(|| {
-            "this receiver keeps a folder per client certificate, and none was presented"
-                .to_string()
-        })?;
+        let cert = peer_cert.ok_or(NoClientStore::NoCertificate)?;
         store
             .for_client(cert)
             .map(Some)
-            .map_err(|e| format!("cannot open the folder of this client: {e}"))
+            .map_err(NoClientStore::Folder)
     }
+}
+
+/// Why a session has nowhere to put its documents (with per-client folders); the sender is told
+/// (an ERROR with code INTERNAL) and the session refused.
+#[derive(Debug, thiserror::Error)]
+enum NoClientStore {
+    #[error("this receiver keeps a folder per client certificate, and none was presented")]
+    NoCertificate,
+    #[error("cannot open the folder of this client: {0}")]
+    Folder(crate::store::CommitError),
 }
 
 impl Shared {
@@ -329,7 +336,7 @@ impl Shared {
         let store = match self.session_store(peer_cert.as_deref()) {
             Ok(s) => s,
             Err(why) => {
-                let m = message::ErrorMsg::new(message::ErrorMsg::INTERNAL, why.clone());
+                let m = message::ErrorMsg::new(message::ErrorMsg::INTERNAL, why.to_string());
                 writer.send(|o| m.encode(o)).await?;
                 writer.flush().await?;
                 bail!("session refused ({}): {why}", who.0);
@@ -367,8 +374,8 @@ impl Shared {
             Ok(()) => session.control_loop(&mut reader).await,
             Err(e) => Err(e),
         };
-        if let Err(e) = &result {
-            session.tell_out_of_memory(e).await;
+        if result.is_err() {
+            session.tell_out_of_memory().await;
         }
         lock(&self.sessions, "the receiver's table of sessions")?.remove(&id);
         // Every unfinished document loses its temporary file now.

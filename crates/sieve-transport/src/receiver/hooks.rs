@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 /// A hook: called where it is installed, on whatever thread gets there.
-pub type Hook = Arc<dyn Fn() + Send + Sync>;
+pub(crate) type Hook = Arc<dyn Fn() + Send + Sync>;
 
 /// Called on the blocking pool between a document's verification and its commit.
 pub static BEFORE_COMMIT: Mutex<Option<Hook>> = Mutex::new(None);

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Context;
 use sieve_core::compress::{Codec, Decoder, DecompressError, Encoded, Encoder};
 use sieve_core::corpus::DocKind;
 
-use crate::conn::{FrameBudget, Reservation, RETAIN_BUFFER};
+use crate::conn::{BudgetError, FrameBudget, Reservation, RETAIN_BUFFER};
 use crate::cpu::thread_cpu_time;
 
 /// One channel's decompressor and output buffer. The buffer is charged to the frame-buffer
@@ -24,7 +24,7 @@ pub(super) struct Inflate {
 
 impl Inflate {
     /// A decompressor refusing frames that declare more than `max_len` bytes.
-    pub(super) fn new(max_len: usize, budget: Arc<FrameBudget>) -> Result<Inflate> {
+    pub(super) fn new(max_len: usize, budget: Arc<FrameBudget>) -> anyhow::Result<Inflate> {
         Ok(Inflate {
             decoder: Decoder::new(max_len).context("cannot start a decompressor")?,
             out: Vec::new(),
@@ -35,13 +35,13 @@ impl Inflate {
 
     /// Decompress `compressed`, which declares `declared` bytes: the exact bytes, or why not.
     /// Waits for budget memory if the buffer must grow (failing like a frame would, with
-    /// [`crate::conn::BufferExhausted`], after the budget's wait); the frame's own checks
+    /// [`BudgetError::Exhausted`], after the budget's wait); the frame's own checks
     /// ([`Decoder::check`]) come first, so a frame that claims too much costs nothing.
     pub(super) async fn inflate(
         &mut self,
         compressed: &[u8],
         declared: u64,
-    ) -> Result<std::result::Result<&[u8], DecompressError>> {
+    ) -> Result<Result<&[u8], DecompressError>, BudgetError> {
         let n = match self.decoder.check(compressed, declared) {
             Ok(n) => n,
             Err(e) => return Ok(Err(e)),
@@ -73,7 +73,7 @@ impl Inflate {
 /// compressed at zstd 3 and decompressed a few times, the fastest run's thread CPU time counted
 /// (a few milliseconds at start-up). zstd decodes every level at about the same speed, so one
 /// level stands for all. 0 if it cannot be measured.
-pub fn decompress_speed_mbps() -> u32 {
+pub(crate) fn decompress_speed_mbps() -> u32 {
     measure().unwrap_or(0)
 }
 
@@ -153,9 +153,6 @@ mod tests {
         let big = b"x".repeat(9 << 20);
         let zb = pack(&big, 1);
         let e = inf.inflate(&zb, big.len() as u64).await.unwrap_err();
-        assert!(
-            e.downcast_ref::<crate::conn::BufferExhausted>().is_some(),
-            "{e:#}"
-        );
+        assert!(matches!(e, BudgetError::Exhausted(_)), "{e:#}");
     }
 }

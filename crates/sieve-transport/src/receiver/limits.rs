@@ -17,13 +17,13 @@ pub const MAX_OPEN_DOCS: u64 = 1024;
 /// Largest payload accepted before a connection is authenticated (its HELLO or JOIN; both are a
 /// few dozen bytes). Without it every unauthenticated connection could make the receiver reserve
 /// a buffer of the full frame limit (16 MiB) by sending one header.
-pub const PREAUTH_MAX_PAYLOAD: u32 = 4096;
+pub(crate) const PREAUTH_MAX_PAYLOAD: u32 = 4096;
 
 pub use sieve_core::message::MAX_CHANNELS;
 
 /// Default of [`ServeLimits::max_buffer_bytes`]: 64 sessions × 32 channels × a 256 KiB frame
 /// (the sender's default chunk) each.
-pub const DEFAULT_MAX_BUFFER_BYTES: u64 = 512 << 20;
+pub(crate) const DEFAULT_MAX_BUFFER_BYTES: u64 = 512 << 20;
 
 /// One session may hold this fraction of the frame-buffer budget (or 1 / `max_sessions`, if
 /// more): its frame limit is that share divided among its channels (each holds at most one
@@ -51,24 +51,25 @@ pub fn session_frame_limit(limits: &ServeLimits, channels: u64) -> Limits {
 /// What the protocol itself may hold (manifests, placements, ledgers; see
 /// `sieve_core::receiver`), all sessions together: a quarter of the frame-buffer budget, on top of
 /// it, so that `--max-buffer-memory` bounds both.
-pub fn protocol_memory_bytes(limits: &ServeLimits) -> u64 {
+pub(crate) fn protocol_memory_bytes(limits: &ServeLimits) -> u64 {
     limits.max_buffer_bytes / 4
 }
 
 /// One session's share of [`protocol_memory_bytes`]: the same fraction as of the frame buffers
 /// ([`SESSION_BUFFER_SHARE`]), so that one peer cannot hold what every other session needs.
-pub fn protocol_memory_share(limits: &ServeLimits) -> u64 {
+pub(crate) fn protocol_memory_share(limits: &ServeLimits) -> u64 {
     let sessions = SESSION_BUFFER_SHARE.min(limits.max_sessions as u64).max(1);
     protocol_memory_bytes(limits) / sessions
 }
 
 /// Smallest frame-buffer budget accepted: one frame's first step ([`crate::conn::GROW_STEP`])
 /// and then some.
-pub const MIN_BUFFER_BYTES: u64 = 4 << 20;
+pub(crate) const MIN_BUFFER_BYTES: u64 = 4 << 20;
 
 /// Limits that keep one receiver safe from any one peer.
 #[derive(Debug, Clone)]
 pub struct ServeLimits {
+    /// Sessions open at once; a HELLO beyond them is refused (ERROR with code LIMIT).
     pub max_sessions: usize,
     /// Largest document accepted, in bytes.
     pub max_doc_bytes: u64,
@@ -76,6 +77,7 @@ pub struct ServeLimits {
     pub idle_timeout: Duration,
     /// Time allowed for a TLS handshake.
     pub handshake_timeout: Duration,
+    /// Most documents one session may announce.
     pub max_docs_per_session: u32,
     /// Connections that have not yet authenticated, per listener: when they are all taken, the
     /// oldest is dropped for a newcomer.
@@ -87,6 +89,8 @@ pub struct ServeLimits {
     /// Time allowed for the first frame (HELLO or JOIN) once a connection is open (plain) or
     /// its TLS handshake is done.
     pub join_timeout: Duration,
+    /// Frame limit before a connection is authenticated; a session's channels get
+    /// [`session_frame_limit`]'s.
     pub frame: Limits,
     /// Most segments in one manifest. A segment costs the receiver about 3 bytes (see
     /// `sieve_core::sieve::Placement`), charged to the session's share of the protocol's
@@ -135,7 +139,10 @@ impl Default for ServeLimits {
 pub struct FdBudget {
     /// The open-file limit the budget was derived from.
     pub nofile: u64,
+    /// Descriptors in use below which a new connection is accepted.
     pub conn_limit: u64,
+    /// Descriptors in use below which a new session or document file is opened (below
+    /// `conn_limit`).
     pub doc_limit: u64,
 }
 
@@ -160,7 +167,7 @@ impl FdBudget {
 
     /// The budget for this process's soft RLIMIT_NOFILE (read from /proc/self/limits; 1024 if it
     /// cannot be read).
-    pub fn for_this_process() -> FdBudget {
+    pub(crate) fn for_this_process() -> FdBudget {
         FdBudget::for_limit(open_file_limit().unwrap_or(1024))
     }
 }
@@ -201,7 +208,7 @@ impl Drop for Held {
 }
 
 // The arithmetic both ends rely on lives in the core, beside the frame limits.
-pub use sieve_core::frame::{stall_free_buffer_bytes, stall_free_payload, FRAME_BUFFER_KIB};
+pub use sieve_core::frame::stall_free_buffer_bytes;
 
 /// The frame limit for a connection's first frame.
 pub(super) fn preauth(frame: Limits) -> Limits {

@@ -47,18 +47,22 @@ mod inflate;
 mod limits;
 mod session;
 
-pub use inflate::decompress_speed_mbps;
+pub(crate) use inflate::decompress_speed_mbps;
+pub(crate) use limits::{protocol_memory_bytes, MIN_BUFFER_BYTES};
 pub use limits::{
-    protocol_memory_bytes, protocol_memory_share, session_frame_limit, stall_free_buffer_bytes,
-    stall_free_payload, FdBudget, ServeLimits, DEFAULT_MAX_BUFFER_BYTES, FRAME_BUFFER_KIB,
-    MAX_CHANNELS, MAX_OPEN_DOCS, MIN_BUFFER_BYTES, MIN_SESSION_PAYLOAD, PREAUTH_MAX_PAYLOAD,
-    SESSION_BUFFER_SHARE,
+    session_frame_limit, stall_free_buffer_bytes, FdBudget, ServeLimits, MAX_CHANNELS,
+    MAX_OPEN_DOCS, MIN_SESSION_PAYLOAD, SESSION_BUFFER_SHARE,
 };
 
+/// How a [`Receiver`] is set up: where it listens, its TLS, where documents go and its limits.
 pub struct ServeConfig {
+    /// The output folder: committed documents are renamed into it.
     pub dir: PathBuf,
+    /// TLS 1.3 for channel 0 and the extra secure channels ([`crate::tls::ServerTls::config`]).
     pub tls: Arc<rustls::ServerConfig>,
+    /// Where the TLS port listens (port 0: any free port, see [`Receiver::tls_addr`]).
     pub listen: SocketAddr,
+    /// Where the plain port listens (port 0: any free port, see [`Receiver::plain_addr`]).
     pub plain_listen: SocketAddr,
     /// What senders are told to connect to for plain channels (default: the plain listen address).
     pub plain_advertise: Option<String>,
@@ -67,6 +71,7 @@ pub struct ServeConfig {
     /// INSECURE, laboratory only: accept secure channels with OpenSSL, which also offers the
     /// thesis's TLS 1.2 suites (feature `insecure-thesis-suites`; see `legacy_tls.rs`).
     pub legacy: Option<LegacyAcceptor>,
+    /// What one peer may make the receiver hold.
     pub limits: ServeLimits,
     /// Whether files are replaced, their mode, folders per client (see [`crate::store`]).
     pub store: StoreOptions,
@@ -82,13 +87,21 @@ pub struct ServeConfig {
 /// Counters a receiver keeps; read them in tests and reports.
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// Sessions that got their SESSION answer.
     pub sessions_started: AtomicU64,
+    /// Sessions that ended with BYE.
     pub sessions_completed: AtomicU64,
+    /// Sessions that ended any other way.
     pub sessions_failed: AtomicU64,
+    /// Documents verified and committed to the output folder.
     pub docs_committed: AtomicU64,
+    /// Documents refused or failed (each answered with a non-Ok ACK).
     pub docs_failed: AtomicU64,
+    /// JOINs refused: unknown session, wrong token, or not a JOIN at all.
     pub bad_joins: AtomicU64,
+    /// Connections dropped before they authenticated (timeouts, evictions, failed handshakes).
     pub rejected_connections: AtomicU64,
+    /// Payload bytes of DATA and ZDATA frames received.
     pub bytes_received: AtomicU64,
     /// Connections, sessions and documents refused because the receiver was at its limit of
     /// open files ([`FdBudget`]).
@@ -100,6 +113,7 @@ pub struct Stats {
     pub buffer_refusals: AtomicU64,
     /// Compressed frames decompressed, and the bytes they gave.
     pub frames_decompressed: AtomicU64,
+    /// The bytes those compressed frames gave.
     pub bytes_decompressed: AtomicU64,
 }
 
@@ -136,6 +150,7 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// Open the output folder and bind both listeners; [`Receiver::run`] then serves.
     pub async fn bind(cfg: ServeConfig) -> Result<Receiver> {
         let store = (!cfg.discard)
             .then(|| Store::open(&cfg.dir, cfg.store))
@@ -205,18 +220,21 @@ impl Receiver {
         Ok(Receiver { tls, plain, shared })
     }
 
+    /// The address the TLS port is bound to.
     pub fn tls_addr(&self) -> SocketAddr {
         self.tls
             .local_addr()
             .expect("bound listener has an address")
     }
 
+    /// The address the plain port is bound to.
     pub fn plain_addr(&self) -> SocketAddr {
         self.plain
             .local_addr()
             .expect("bound listener has an address")
     }
 
+    /// The receiver's counters, shared: they keep counting while it runs.
     pub fn stats(&self) -> Arc<Stats> {
         self.shared.stats.clone()
     }

@@ -20,7 +20,7 @@ use sieve_core::Kind;
 use tokio::sync::{watch, Notify};
 use tracing::{info, warn};
 
-use crate::conn::{Activity, BufferExhausted, FrameReader, FrameWriter};
+use crate::conn::{Activity, BudgetError, BufferExhausted, FrameReader, FrameWriter, ReadError};
 use crate::mac::PlainMac;
 use crate::token::JoinKey;
 
@@ -143,7 +143,7 @@ impl Session {
             let result = match frame {
                 Err(_) if self.idle_for() < idle => continue,
                 Err(_) => Err(match self.memory_wait_error(reader) {
-                    Some(e) => e.into(),
+                    Some(e) => self.ran_out_of_memory(e),
                     None => anyhow!("no whole frame for {idle:?}"),
                 }),
                 Ok(Ok(None)) => return,
@@ -158,14 +158,9 @@ impl Session {
                 Ok(Ok(Some((ty, _)))) => {
                     Err(anyhow!("unexpected {} frame on a data channel", ty.name()))
                 }
-                Ok(Err(e)) => Err(e),
+                Ok(Err(e)) => Err(self.read_failed(e)),
             };
             if let Err(e) = result {
-                if let Some(m) = e.downcast_ref::<BufferExhausted>() {
-                    if let Ok(mut o) = self.out_of_memory.lock() {
-                        o.get_or_insert_with(|| m.to_string());
-                    }
-                }
                 self.abort(&format!("{kind:?} channel failed: {e:#}"));
                 return;
             }
@@ -185,11 +180,11 @@ impl Session {
             let (ty, payload) = match frame {
                 Err(_) if self.idle_for() < idle => continue,
                 Err(_) => match self.memory_wait_error(reader) {
-                    Some(e) => return Err(e.into()),
+                    Some(e) => return Err(self.ran_out_of_memory(e)),
                     None => bail!("no whole frame for {idle:?}"),
                 },
                 Ok(Ok(None)) => bail!("the sender closed channel 0 before saying goodbye"),
-                Ok(Err(e)) => return Err(e),
+                Ok(Err(e)) => return Err(self.read_failed(e)),
                 Ok(Ok(Some(f))) => f,
             };
             match ty {
@@ -330,7 +325,11 @@ impl Session {
                 self.shared.buffers.clone(),
             )?),
         };
-        let bytes = match inf.inflate(z.compressed, declared).await? {
+        let inflated = inf
+            .inflate(z.compressed, declared)
+            .await
+            .map_err(|e| self.budget_failed(e))?;
+        let bytes = match inflated {
             Ok(b) => b,
             Err(e) => {
                 let (status, why) = match kind {
@@ -524,14 +523,37 @@ impl Session {
             .unwrap_or_else(|| "a data channel failed".into())
     }
 
-    /// A session that failed for lack of frame-buffer memory tells its sender why (an ERROR
-    /// with code LIMIT on channel 0), within a second: its sender may not be reading.
-    pub(super) async fn tell_out_of_memory(&self, e: &anyhow::Error) {
-        let why = match e.downcast_ref::<BufferExhausted>() {
-            Some(m) => Some(m.to_string()),
-            None => self.out_of_memory.lock().ok().and_then(|o| o.clone()),
-        };
-        let Some(why) = why else {
+    /// A channel of this session gave up waiting for frame-buffer memory: the first such
+    /// reason is what the sender will be told ([`Session::tell_out_of_memory`]).
+    fn ran_out_of_memory(&self, e: BufferExhausted) -> anyhow::Error {
+        if let Ok(mut o) = self.out_of_memory.lock() {
+            o.get_or_insert_with(|| e.to_string());
+        }
+        e.into()
+    }
+
+    /// A channel's read failed: noted if for lack of memory, then reported like any failure.
+    fn read_failed(&self, e: ReadError) -> anyhow::Error {
+        match e {
+            ReadError::Budget(b) => self.budget_failed(b),
+            other => other.into(),
+        }
+    }
+
+    /// The frame-buffer budget gave a channel no memory: noted if it stayed spent, then reported
+    /// like any failure.
+    fn budget_failed(&self, e: BudgetError) -> anyhow::Error {
+        match e {
+            BudgetError::Exhausted(m) => self.ran_out_of_memory(m),
+            other => other.into(),
+        }
+    }
+
+    /// A session that failed for lack of frame-buffer memory (any of its channels, see
+    /// [`Session::ran_out_of_memory`]) tells its sender why (an ERROR with code LIMIT on channel
+    /// 0), within a second: its sender may not be reading.
+    pub(super) async fn tell_out_of_memory(&self) {
+        let Some(why) = self.out_of_memory.lock().ok().and_then(|o| o.clone()) else {
             return;
         };
         self.shared

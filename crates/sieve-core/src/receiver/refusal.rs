@@ -1,0 +1,66 @@
+//! Why the receiver refuses a document: typed here, so that each check says what it found, and
+//! worded for the sender, who reads the text in the document's acknowledgement.
+
+use crate::name::NameError;
+use crate::sieve::OutputOverflow;
+
+use super::memory::Short;
+
+/// Why a manifest is refused (the document is then answered `Refused`; the session goes on).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum ManifestRefusal {
+    /// The name is not one the receiver creates.
+    #[error("refused file name: {0}")]
+    Name(#[from] NameError),
+    /// More segments than the receiver takes.
+    #[error(
+        "the manifest has {segments} segments; this receiver takes at most {max} (merge \
+         adjacent classified parts)"
+    )]
+    TooManySegments { segments: usize, max: usize },
+    /// A secure-only session announced cleartext.
+    #[error("plain bytes in a secure-only session")]
+    PlainInSecureOnly,
+    /// The session's memory cannot pay for the manifest.
+    #[error(transparent)]
+    Memory(#[from] MemoryRefusal),
+    /// The layout's output length does not fit in 64 bits.
+    #[error(transparent)]
+    Placement(#[from] OutputOverflow),
+    /// The document is larger than the receiver takes.
+    #[error("{len} bytes exceed this receiver's limit of {max} bytes")]
+    TooLarge { len: u64, max: u64 },
+}
+
+/// A charge that a session's memory could not pay: what it was for, what it needed, and whose
+/// share ran out. The text tells the sender what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum MemoryRefusal {
+    /// The session's own share would be exceeded.
+    #[error(
+        "LIMIT: {what} needs {} KiB of the receiver's memory, more than this session's share \
+         of {} KiB with what it already holds; send fewer documents at once, merge adjacent \
+         classified parts, or ask for a larger --max-buffer-memory",
+        need.div_ceil(1024),
+        share / 1024
+    )]
+    SessionShare { what: String, need: u64, share: u64 },
+    /// Every session's memory together is spent.
+    #[error(
+        "LIMIT: the receiver has no memory free for {what} ({} KiB): other sessions hold it; \
+         try again later",
+        need.div_ceil(1024)
+    )]
+    Receiver { what: String, need: u64 },
+}
+
+impl MemoryRefusal {
+    /// The refusal of a charge of `need` bytes for `what` that fell `short`.
+    pub(super) fn new(short: Short, need: u64, what: impl Into<String>) -> MemoryRefusal {
+        let what = what.into();
+        match short {
+            Short::Session { share } => MemoryRefusal::SessionShare { what, need, share },
+            Short::Receiver => MemoryRefusal::Receiver { what, need },
+        }
+    }
+}
