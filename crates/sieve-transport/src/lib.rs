@@ -22,8 +22,6 @@ pub(crate) mod lowat;
 pub mod mac;
 pub mod receiver;
 pub(crate) mod secured;
-// The sender's items are documented as part of its rewrite as a state machine in the core.
-#[allow(missing_docs)]
 pub mod sender;
 pub(crate) mod sendq;
 pub mod source;

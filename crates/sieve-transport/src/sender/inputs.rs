@@ -23,6 +23,7 @@ use sieve_core::name;
 /// One document to send: where it is, and the name the receiver stores it under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input {
+    /// The file to read.
     pub path: PathBuf,
     /// A base name, or a relative path with `/` between folders.
     pub name: String,
@@ -31,7 +32,9 @@ pub struct Input {
 /// The documents found in the paths given, and what was left out (one line each, to show).
 #[derive(Debug, Default)]
 pub struct Expanded {
+    /// The documents to send, in the order found.
     pub inputs: Vec<Input>,
+    /// What was left out and why (links, devices...), one line each.
     pub skipped: Vec<String>,
 }
 

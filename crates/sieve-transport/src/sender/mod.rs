@@ -77,14 +77,21 @@ pub struct SendConfig {
     pub to: String,
     /// Name to verify in the receiver's certificate (default: the host of `to`).
     pub server_name: Option<String>,
+    /// TLS 1.3 client configuration: the CA to verify the receiver with, and a client
+    /// certificate under mutual TLS.
     pub tls: Arc<rustls::ClientConfig>,
     /// Sieve, secure-only, or auto: chosen per session once the documents are sieved
     /// ([`decide`]). The wire only ever carries the mode chosen.
     pub mode: SendMode,
+    /// N: TLS channels, channel 0 included.
     pub secure_channels: u8,
+    /// M: plain TCP channels (none in secure-only mode).
     pub plain_channels: u8,
+    /// How one document's streams are split over the channels.
     pub split: Split,
+    /// How a batch of documents is split over the channels.
     pub batch_split: BatchSplit,
+    /// How the classified parts are found: marks, a ranges file, or a policy.
     pub classify: Classify,
     /// Bytes per dynamic chunk, and most bytes per data frame.
     pub chunk: Chunk,
@@ -149,8 +156,11 @@ impl std::str::FromStr for Sendfile {
 /// Live counters for a progress display.
 #[derive(Debug, Default)]
 pub struct Progress {
+    /// Content bytes of every document of the session.
     pub total_bytes: AtomicU64,
+    /// Documents in the session.
     pub docs: AtomicU64,
+    /// Documents acknowledged as stored so far.
     pub docs_acked: AtomicU64,
     /// Bytes sent per channel: secure channels first, then plain channels.
     pub per_channel: Mutex<Vec<Arc<AtomicU64>>>,
@@ -163,6 +173,7 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// Bytes handed to the channels so far, all channels together.
     pub fn sent(&self) -> u64 {
         self.per_channel
             .lock()
@@ -171,7 +182,6 @@ impl Progress {
     }
 }
 
-/// Outcome of one document.
 /// Why a session stopped before every document was answered, and what was delivered by then.
 ///
 /// It is the outermost context of the error [`send`] returns once documents were announced, so
@@ -182,6 +192,7 @@ impl Progress {
 pub struct Undelivered {
     /// What went wrong, in a few words.
     pub what: String,
+    /// Documents in the session.
     pub docs: usize,
     /// Names of the documents acknowledged as stored, in the order they were given.
     pub delivered: Vec<String>,
@@ -307,6 +318,7 @@ impl Prepared {
         self.sources.len()
     }
 
+    /// Whether there is no document to send.
     pub fn is_empty(&self) -> bool {
         self.sources.is_empty()
     }
