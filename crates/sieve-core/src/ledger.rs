@@ -104,7 +104,7 @@ impl Ledger {
         self.push(offset, bytes.len() as u64, hash);
     }
 
-    /// Record a piece whose hash ([`piece_hash`]) was computed elsewhere, e.g. outside a lock.
+    /// Record a piece whose hash (`piece_hash`) was computed elsewhere, e.g. outside a lock.
     pub fn record_hashed(&mut self, offset: u64, len: u64, hash: [u8; 32]) {
         self.push(offset, len, hash);
     }

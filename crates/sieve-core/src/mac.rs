@@ -259,7 +259,7 @@ pub struct NoCommonMac {
 pub(crate) const SENDER_TIE: f64 = 0.10;
 
 /// The receiver's choice among `offer`, by its own measurement `own`: the common algorithm the
-/// receiver runs fastest, unless one the sender prefers runs within [`SENDER_TIE`] of it on the
+/// receiver runs fastest, unless one the sender prefers runs within `SENDER_TIE` of it on the
 /// receiver too (both ends compute every tag, so a near-tie for the receiver is the sender's
 /// call). No common algorithm is an error that says what each side has.
 pub fn negotiate(offer: &MacOffer, own: &MacPreference) -> Result<MacAlg, NoCommonMac> {

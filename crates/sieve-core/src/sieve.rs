@@ -224,9 +224,9 @@ pub fn integrate<S: AsRef<[u8]>, P: AsRef<[u8]>>(
 ///
 /// Compact, because a manifest is input from the network and documents may have millions of
 /// segments (a classified field on every line of a CSV): the segment lengths are kept as
-/// varints, with a checkpoint every [`CHECKPOINT`] segments from which decoding resumes, about
+/// varints, with a checkpoint every `CHECKPOINT` segments from which decoding resumes, about
 /// 3 bytes per segment instead of the 40 that a run and a mark offset per segment would take.
-/// [`Placement::place`] costs a binary search and at most [`CHECKPOINT`] decoded lengths.
+/// [`Placement::place`] costs a binary search and at most `CHECKPOINT` decoded lengths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
     first: Kind,
@@ -506,7 +506,7 @@ impl Placement {
 
     /// Call `f(output_offset, piece_offset, len)` for every run of the stream piece
     /// `offset..offset + len`, where `piece_offset` is relative to the piece. A binary search
-    /// and at most [`CHECKPOINT`] decoded lengths before the first run.
+    /// and at most `CHECKPOINT` decoded lengths before the first run.
     pub fn place(
         &self,
         kind: Kind,

@@ -264,7 +264,7 @@ fn piece_range(piece: &Piece, stream_len: usize) -> Option<Range<usize>> {
 /// # Panics
 ///
 /// If a piece does not fit in its stream, i.e. the plan was not computed from these streams'
-/// lengths. Use [`try_channel_slices`] when that is not guaranteed.
+/// lengths. Use `try_channel_slices` when that is not guaranteed.
 pub fn channel_slices<'a>(plan: &Plan, streams: &[&'a [u8]]) -> Vec<Vec<&'a [u8]>> {
     match try_channel_slices(plan, streams) {
         Ok(slices) => slices,

@@ -16,7 +16,7 @@
 //! `--no-mmap` (or an empty or unmappable file) falls back to positional reads into a buffer,
 //! with the same frames.
 //!
-//! Every document's file is watched from the moment it is opened ([`crate::change`]): a
+//! Every document's file is watched from the moment it is opened (`crate::change`): a
 //! document whose file changes before its last byte is sent is cancelled, not vouched for.
 
 use std::fs::File;
@@ -338,7 +338,7 @@ impl Source {
         self.watch.file()
     }
 
-    /// The watch on the file's changes ([`crate::change`]).
+    /// The watch on the file's changes (`crate::change`).
     pub fn watch(&self) -> &Watched {
         &self.watch
     }

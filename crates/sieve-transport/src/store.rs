@@ -2,7 +2,7 @@
 //! folder only.
 //!
 //! Every document is written by position into a hidden temporary file in the output folder,
-//! checked, fsynced and moved to its final name in one step ([`PartFile::commit`]); only then is
+//! checked, fsynced and moved to its final name in one step (`PartFile::commit`); only then is
 //! it acknowledged. A failed or interrupted transfer leaves at most a temporary file, which is
 //! removed when the failure is noticed and, after a crash, when the receiver next starts. Nothing
 //! partial ever appears under a final name.
@@ -20,7 +20,7 @@
 //!   another writer because the kernel makes it;
 //! - files are created `0600` (`--file-mode` widens them), folders likewise with search rights.
 //!
-//! The commit is one action ([`PartFile::commit`]) behind a small type, so that another store (an
+//! The commit is one action (`PartFile::commit`) behind a small type, so that another store (an
 //! object store, DESIGN §10) can take its place.
 
 use std::fs::File;

@@ -5,7 +5,7 @@
 //!    store them under, checked and unique before anything is opened;
 //! 1. *sieve* ([`prepare`]): every document is prepared (marks found) before the network is
 //!    touched, so a badly marked file fails with nothing sent; from here on each file is watched
-//!    for changes ([`crate::change`]), and one that changes before its last byte is sent is
+//!    for changes (`crate::change`), and one that changes before its last byte is sent is
 //!    cancelled instead of vouched for;
 //! 2. *connect*: channel 0 (TLS handshake), HELLO/SESSION, then the extra TLS channels (resumed
 //!    sessions) and the plain channels, each joining with its token;
