@@ -627,6 +627,39 @@ async fn joining_needs_the_exported_token() {
     rx.assert_received("joined.txt", b"hello <$S>world<$E>!");
 }
 
+/// The plain channels join while the transfer starts on the others: one that cannot connect
+/// (the receiver advertises an address where nothing listens) still fails the session with the
+/// reason and what to do, and nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_plain_address_fails_the_session_clearly() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let advertise = closed.local_addr().unwrap().to_string();
+    drop(closed);
+    let rx = TestReceiver::start_with(tempfile::tempdir().unwrap(), |c| {
+        c.plain_advertise = Some(advertise)
+    })
+    .await;
+    let src = tempfile::tempdir().unwrap();
+    let doc = Marked::new()
+        .fill_to(50_000, 1)
+        .start()
+        .fill_to(60_000, 2)
+        .end()
+        .fill_to(100_000, 3)
+        .raw;
+    let f = write(src.path(), "never.txt", &doc);
+    let err = send(&rx.simple(Mode::Sieve), &[f])
+        .await
+        .expect_err("no plain channel, no session");
+    let text = format!("{err:#}");
+    assert!(
+        text.contains("cannot open a plain channel") && text.contains("nothing listens there"),
+        "{text}"
+    );
+    rx.assert_no_partials_soon().await;
+    assert!(rx.out_names().is_empty(), "{:?}", rx.out_names());
+}
+
 /// A byte changed on a plain channel (by a proxy the receiver advertises): the document fails
 /// with an integrity error, no file and no temporary file remain, and the receiver serves the
 /// next session through the same (now honest) proxy.
