@@ -29,6 +29,11 @@ pub(crate) const PATIENCE: Duration = Duration::from_millis(200);
 /// The low-water mark of one socket, as its reader last set it.
 #[derive(Debug)]
 pub(crate) struct Lowat {
+    /// A raw descriptor, not a `BorrowedFd`: the socket is owned by the stream the same
+    /// `FrameReader` holds (boxed, behind TLS for a secure channel), and a borrow of it cannot be
+    /// stored beside its owner. The reader keeps both and drops them together, which is the
+    /// rule a `BorrowedFd` would state; a duplicate (`OwnedFd`) would cost every connection a
+    /// second descriptor against the receiver's descriptor budget.
     fd: RawFd,
     slack: usize,
     patience: Duration,
