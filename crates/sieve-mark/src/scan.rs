@@ -30,6 +30,7 @@ mod digits;
 mod kv;
 #[cfg(test)]
 pub(crate) mod reference;
+mod shape;
 
 use std::ops::Range;
 
@@ -41,6 +42,7 @@ use crate::detect::{api_key, email, ip, jwt, pem, person};
 use crate::detect::{before, is_word};
 use crate::granularity::expand;
 use crate::policy::{Kind, Policy, PrefixWhat};
+use shape::holds_nothing;
 
 /// Blocks classified at a time: enough to keep the classifier's loop and tables hot, few
 /// enough that they stay in the first-level cache (112 bytes each).
@@ -265,7 +267,9 @@ impl<'p> Scanner<'p> {
                 m &= m - 1;
                 let (bit, j) = (1u64 << k, pos + k as usize);
                 if runs & bit != 0 {
-                    self.digit_run(w, j, &mut memo, out);
+                    if !holds_nothing(s, j, k, &near) {
+                        self.digit_run(w, j, &mut memo, out);
+                    }
                 } else if ibans & bit != 0 {
                     self.iban(w, j - 2, out);
                 } else if trig & bit != 0 {
