@@ -8,7 +8,8 @@
 //! - a digit that starts a run of digit groups (joined by at most two of ` -./()`, so: no digit
 //!   one byte before it, nor one separator and a digit, nor two separators and a digit) and is
 //!   not glued to a word: cards, SSNs, IPv4 addresses, phone numbers, dates of birth
-//!   ([`digits`]);
+//!   ([`digits`]), unless the masks show the run can hold none of them ([`shape`]: a
+//!   timestamp's date, a request's path and status);
 //! - a digit that starts a run right after two capitals that start a word: IBANs;
 //! - `@`: e-mail addresses;
 //! - `:` and `=`: IPv6 addresses (at the first colon of one) and `key=value` / `key: value`

@@ -42,11 +42,12 @@ const WAYS: usize = 4;
 /// most [`CACHED_KEY`] bytes, held as three zero-padded words so that a lookup is a hash and a
 /// few comparisons. A miss only costs working a key out again.
 ///
-/// A set's ways are kept most recently hit first. A key worked out is put in the last way, and
-/// moves to the first only when it is met again: the one-off keys a log is full of (the groups
-/// of an IPv6 address before a colon, `f3a5` in `fe80::f3a5:...`) then replace one another in
-/// that last way instead of pushing out the keys every line repeats (with two ways and keys
-/// put first, three keys of one line sharing a set missed on every line).
+/// A set's ways are kept most recently used first, and a key worked out enters first, pushing
+/// out the last: with two ways, three keys of one log line sharing a set (`api_key`,
+/// `Authorization`, `dob`) missed on every line, and the one-off keys before the colons of IPv6
+/// addresses (`f3a5` in `fe80::f3a5:...`) pushed out the keys every line repeats. (Entering
+/// last instead shields a set from one-off keys, but two keys of a record that share a set then
+/// push each other out for ever, which an NDJSON record of twenty keys does.)
 pub(super) struct KeyCache {
     slots: Box<[Slot; SLOTS]>,
 }
@@ -166,7 +167,8 @@ impl Scanner<'_> {
             }
         }
         let u = self.work_out(key);
-        set[WAYS - 1] = Slot {
+        set.rotate_right(1);
+        set[0] = Slot {
             len,
             words,
             key_use: u,
