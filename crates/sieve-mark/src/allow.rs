@@ -5,6 +5,11 @@
 //! (`@example\.(com|org|net)$` holds `@example.`), so that literal is searched first (its first
 //! byte with `memchr`, then the rest), and the expression runs only on the findings that contain
 //! it.
+//!
+//! [`AllowList`] is what the scan asks: one detector's values and the policy's patterns, with
+//! the lengths of the values as a bit mask, so that a finding no value is as long as (nearly
+//! every one) is turned away without a comparison, and a detector with nothing to allow costs
+//! one test.
 
 use regex::bytes::Regex;
 use regex_syntax::hir::{Hir, HirKind};
@@ -31,12 +36,60 @@ impl AllowPattern {
     #[inline]
     pub fn is_match(&self, bytes: &[u8]) -> bool {
         if let Some(n) = &self.needle {
-            if !memchr::memchr_iter(n[0], bytes).any(|p| bytes[p..].starts_with(n)) {
+            if !contains(bytes, n) {
                 return false;
             }
         }
         self.re.is_match(bytes)
     }
+}
+
+/// Whether `needle` (not empty) occurs in `hay`: its first byte found with `memchr`, then the
+/// rest compared.
+#[inline]
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    let Some(&first) = needle.first() else {
+        return true;
+    };
+    hay.len() >= needle.len()
+        && memchr::memchr_iter(first, hay).any(|p| hay[p..].starts_with(needle))
+}
+
+/// The allow-list one detector answers to: the policy's values and its own, and the policy's
+/// patterns (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct AllowList {
+    values: Vec<Vec<u8>>,
+    /// Bit `n` for a value of `n` bytes; bit 63 for every value of 63 bytes or more.
+    lengths: u64,
+    patterns: Vec<AllowPattern>,
+}
+
+impl AllowList {
+    pub fn new<'a>(
+        values: impl IntoIterator<Item = &'a [u8]>,
+        patterns: &[AllowPattern],
+    ) -> AllowList {
+        let values: Vec<Vec<u8>> = values.into_iter().map(<[u8]>::to_vec).collect();
+        let lengths = values.iter().fold(0, |m, v| m | length_bit(v.len()));
+        AllowList {
+            values,
+            lengths,
+            patterns: patterns.to_vec(),
+        }
+    }
+
+    /// Whether `bytes` equals one of the values or matches one of the patterns.
+    #[inline]
+    pub fn allows(&self, bytes: &[u8]) -> bool {
+        (self.lengths & length_bit(bytes.len()) != 0 && self.values.iter().any(|v| v == bytes))
+            || (!self.patterns.is_empty() && self.patterns.iter().any(|p| p.is_match(bytes)))
+    }
+}
+
+#[inline]
+fn length_bit(n: usize) -> u64 {
+    1 << n.min(63)
 }
 
 /// The longest literal that every match of `hir` contains, if one is evident from its shape: a
@@ -102,6 +155,67 @@ mod tests {
             let p = AllowPattern::new(PATTERNS[k]).unwrap();
             prop_assert_eq!(p.is_match(&hay), Regex::new(PATTERNS[k]).unwrap().is_match(&hay));
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// The literal search answers as a plain substring test.
+        #[test]
+        fn the_literal_search_finds_what_a_plain_search_finds(
+            hay in prop::collection::vec(prop::sample::select(b"@ex.ampl".to_vec()), 0..90),
+            needle in prop::collection::vec(prop::sample::select(b"@ex.ampl".to_vec()), 0..4),
+        ) {
+            let plain = needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle);
+            prop_assert_eq!(contains(&hay, &needle), plain);
+        }
+
+        /// An allow-list answers as its definition: equal to a value, or matched by a pattern.
+        #[test]
+        fn the_allow_list_answers_as_its_definition(
+            values in prop::collection::vec(pieces(), 0..4),
+            finding in pieces(),
+            long in 0usize..80,
+            pick in prop::collection::vec(0usize..PATTERNS.len(), 0..3),
+            copy in any::<prop::sample::Index>(),
+            use_copy in any::<bool>(),
+        ) {
+            let patterns: Vec<AllowPattern> =
+                pick.iter().map(|&k| AllowPattern::new(PATTERNS[k]).unwrap()).collect();
+            // Findings and values of 63 bytes or more share a length bit.
+            let mut values = values;
+            values.push([&b"x".repeat(long)[..], b"@example.com"].concat());
+            let finding = match use_copy {
+                true => values[copy.index(values.len())].clone(),
+                false => finding,
+            };
+            let list = AllowList::new(values.iter().map(Vec::as_slice), &patterns);
+            let definition = values.contains(&finding)
+                || pick.iter().any(|&k| Regex::new(PATTERNS[k]).unwrap().is_match(&finding));
+            prop_assert_eq!(list.allows(&finding), definition);
+        }
+    }
+
+    /// Findings made of the pieces the patterns look for.
+    fn pieces() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(
+            prop::sample::select(vec![
+                &b"@example."[..],
+                b"com",
+                b"org",
+                b"test-",
+                b"123",
+                b"-00-",
+                b"ab",
+                b"c",
+                b"x",
+                b"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                b".",
+                b"@",
+            ]),
+            0..8,
+        )
+        .prop_map(|v| v.concat())
     }
 
     #[test]

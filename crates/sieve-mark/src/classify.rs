@@ -9,9 +9,10 @@
 //! start with a letter, which colons may start an IPv6 address, and so on (see
 //! [`crate::scan`]), instead of asking byte by byte.
 //!
-//! On x86-64 with AVX2 a block is two 32-byte loads and a few dozen vector operations;
-//! elsewhere, a plain loop computes the same masks (and is what the tests hold the vector code
-//! to).
+//! On x86-64 with AVX-512 (BW and VBMI) a block is one 64-byte load, two lookups of every byte
+//! in 128-entry tables of class bits (`vpermi2b`), and one test per class that yields its mask
+//! directly; with AVX2 only, two 32-byte loads and a few dozen vector operations; elsewhere, a
+//! plain loop computes the same masks (and is what the tests hold the vector code to).
 
 /// The classes of one block of 64 bytes; bit `k` of each mask is about the block's `k`-th byte.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -108,34 +109,110 @@ impl ByteSet {
     }
 }
 
-/// Which bytes may start a key prefix, and how to classify (AVX2 or the plain loop).
+/// Which bytes may start a key prefix, and how to classify (AVX-512, AVX2 or the plain loop).
 #[derive(Debug, Clone)]
 pub struct Classifier {
     first: ByteSet,
     second: ByteSet,
+    /// Every ASCII byte's classes as bits (see [`Tables`]), for the AVX-512 path.
+    tables: Tables,
     #[cfg(target_arch = "x86_64")]
     avx2: bool,
+    #[cfg(target_arch = "x86_64")]
+    avx512: bool,
+}
+
+/// Two tables of 128 bytes: entry `x` holds the classes of byte `x` as bits, the first eight
+/// in `lo`, the rest in `hi` (bit positions: the `LO_*` and `HI_*` constants). Bytes of 0x80
+/// and above are in no class and have no entry.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+pub struct Tables {
+    lo: [u8; 128],
+    hi: [u8; 128],
+}
+
+const LO_DIGIT: u8 = 1;
+const LO_SEP: u8 = 1 << 1;
+const LO_AT: u8 = 1 << 2;
+const LO_COLON: u8 = 1 << 3;
+const LO_EQ: u8 = 1 << 4;
+const LO_ALPHA: u8 = 1 << 5;
+const LO_UNDER: u8 = 1 << 6;
+const LO_UPPER: u8 = 1 << 7;
+const HI_HEX: u8 = 1;
+const HI_DASH: u8 = 1 << 1;
+const HI_DOT: u8 = 1 << 2;
+const HI_CAP: u8 = 1 << 3;
+const HI_TITLE_SECOND: u8 = 1 << 4;
+const HI_FIRST: u8 = 1 << 5;
+const HI_SECOND: u8 = 1 << 6;
+
+impl Tables {
+    /// The classes of every ASCII byte, by the plain loop's own tests.
+    fn new(first: &ByteSet, second: &ByteSet) -> Tables {
+        let mut t = Tables {
+            lo: [0; 128],
+            hi: [0; 128],
+        };
+        for c in 0u8..128 {
+            let bit = |yes: bool, b: u8| if yes { b } else { 0 };
+            t.lo[usize::from(c)] = bit(c.is_ascii_digit(), LO_DIGIT)
+                | bit(SEPS.contains(&c), LO_SEP)
+                | bit(c == b'@', LO_AT)
+                | bit(c == b':', LO_COLON)
+                | bit(c == b'=', LO_EQ)
+                | bit(c.is_ascii_alphabetic(), LO_ALPHA)
+                | bit(c == b'_', LO_UNDER)
+                | bit(c.is_ascii_uppercase(), LO_UPPER);
+            t.hi[usize::from(c)] = bit(c.is_ascii_hexdigit(), HI_HEX)
+                | bit(c == b'-', HI_DASH)
+                | bit(c == b'.', HI_DOT)
+                | bit(TITLE_CAPS.contains(&c), HI_CAP)
+                | bit(TITLE_SECOND.contains(&c), HI_TITLE_SECOND)
+                | bit(first.contains(c), HI_FIRST)
+                | bit(second.contains(c), HI_SECOND);
+        }
+        t
+    }
 }
 
 impl Classifier {
     /// A classifier whose `first` and `second` masks hold the bytes of `first` and `second`
     /// (ASCII).
     pub fn new(first: &[u8], second: &[u8]) -> Classifier {
+        let (first, second) = (ByteSet::new(first), ByteSet::new(second));
         Classifier {
-            first: ByteSet::new(first),
-            second: ByteSet::new(second),
-            // Runtime detection: the binary runs on any x86-64, the vector path where it can.
+            first,
+            second,
+            tables: Tables::new(&first, &second),
+            // Runtime detection: the binary runs on any x86-64, the vector paths where it can.
             #[cfg(target_arch = "x86_64")]
             avx2: std::is_x86_feature_detected!("avx2"),
+            #[cfg(target_arch = "x86_64")]
+            avx512: std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+                && std::is_x86_feature_detected!("avx512vbmi"),
         }
     }
 
-    /// The plain loop only, whatever the CPU (tests compare the two paths).
+    /// The plain loop only, whatever the CPU (tests compare the paths).
     #[cfg(test)]
     pub fn scalar_only(mut self) -> Classifier {
         #[cfg(target_arch = "x86_64")]
         {
             self.avx2 = false;
+            self.avx512 = false;
+        }
+        self
+    }
+
+    /// AVX2 at most, whatever the CPU (tests compare the paths).
+    #[cfg(test)]
+    pub fn avx2_at_most(mut self) -> Classifier {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.avx512 = false;
         }
         self
     }
@@ -144,12 +221,55 @@ impl Classifier {
     #[inline]
     pub fn block(&self, b: &[u8; 64]) -> Block {
         #[cfg(target_arch = "x86_64")]
+        if self.avx512 {
+            // SAFETY: `avx512` is set only when the CPU reports AVX-512 F, BW and VBMI
+            // (`Classifier::new`), the features `avx512::block` is compiled for; it reads
+            // nothing outside `b` and `self.tables`.
+            return unsafe { avx512::block(b, &self.tables) };
+        }
+        #[cfg(target_arch = "x86_64")]
         if self.avx2 {
             // SAFETY: `avx2` is set only when the CPU reports AVX2 (`Classifier::new`), which
             // is the one requirement of `avx2::block`; it reads nothing outside `b`.
             return unsafe { avx2::block(b, &self.first, &self.second) };
         }
         scalar(b, &self.first, &self.second)
+    }
+
+    /// Classify the blocks of `s` that start at `at`, `at + 64`, ... into `out` (one per
+    /// element), as [`Classifier::block_at`] would one by one. The vector path runs as one
+    /// loop with its tables in registers, and the scan reads the blocks in place.
+    pub fn blocks(&self, s: &[u8], at: isize, out: &mut [Block]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.avx512 {
+            // The blocks wholly inside `s` go through the vector loop; those that reach past
+            // either end (only near the ends of a window) one by one.
+            let mut k = 0;
+            while k < out.len() && !whole(s, at + 64 * k as isize) {
+                out[k] = self.block_at(s, at + 64 * k as isize);
+                k += 1;
+            }
+            let mut n = 0;
+            while k + n < out.len() && whole(s, at + 64 * (k + n) as isize) {
+                n += 1;
+            }
+            if n > 0 {
+                let from = (at + 64 * k as isize) as usize;
+                // SAFETY: as in `Classifier::block`: `avx512` is set only when the CPU reports
+                // AVX-512 F, BW and VBMI. `s[from..from + 64 * n]` is in bounds: each of those
+                // `n` blocks was checked to lie wholly inside `s` (`whole`).
+                unsafe {
+                    avx512::blocks(&s[from..from + 64 * n], &self.tables, &mut out[k..k + n])
+                };
+            }
+            for (j, slot) in out.iter_mut().enumerate().skip(k + n) {
+                *slot = self.block_at(s, at + 64 * j as isize);
+            }
+            return;
+        }
+        for (j, slot) in out.iter_mut().enumerate() {
+            *slot = self.block_at(s, at + 64 * j as isize);
+        }
     }
 
     /// Classify the 64 bytes of `s` starting at `at`, which may reach past either end of `s`:
@@ -175,6 +295,12 @@ impl Classifier {
         }
         self.block(&buf)
     }
+}
+
+/// Whether the 64 bytes from `at` lie wholly inside `s`.
+#[inline]
+fn whole(s: &[u8], at: isize) -> bool {
+    at >= 0 && (at as usize).checked_add(64).is_some_and(|e| e <= s.len())
 }
 
 /// The masks by a plain loop over the bytes.
@@ -318,6 +444,89 @@ mod avx2 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// The four 64-byte halves of the tables, in registers.
+    struct Regs {
+        lo_a: __m512i,
+        lo_b: __m512i,
+        hi_a: __m512i,
+        hi_b: __m512i,
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn regs(t: &Tables) -> Regs {
+        // Each load reads 64 bytes inside one array of 128 bytes.
+        Regs {
+            lo_a: _mm512_loadu_si512(t.lo.as_ptr().cast()),
+            lo_b: _mm512_loadu_si512(t.lo.as_ptr().add(64).cast()),
+            hi_a: _mm512_loadu_si512(t.hi.as_ptr().cast()),
+            hi_b: _mm512_loadu_si512(t.hi.as_ptr().add(64).cast()),
+        }
+    }
+
+    /// The masks of [`super::scalar`] for one block.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F, BW and VBMI.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub unsafe fn block(b: &[u8; 64], t: &Tables) -> Block {
+        classes(b.as_ptr(), &regs(t))
+    }
+
+    /// The masks of the `out.len()` blocks of `s` (which holds exactly that many), one loop
+    /// with the tables in registers.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F, BW and VBMI.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub unsafe fn blocks(s: &[u8], t: &Tables, out: &mut [Block]) {
+        let r = regs(t);
+        for (b, slot) in s.chunks_exact(64).zip(out.iter_mut()) {
+            *slot = classes(b.as_ptr(), &r);
+        }
+    }
+
+    /// The masks of [`super::scalar`], 64 bytes per vector operation: each byte's classes
+    /// looked up in [`Tables`] (a two-register `vpermi2b` indexes 128 entries by the low seven
+    /// bits; bytes with the top bit set are zeroed instead), then one `vptestmb` per class.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F, BW and VBMI, and `p` must point to 64 readable bytes.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn classes(p: *const u8, r: &Regs) -> Block {
+        let x = _mm512_loadu_si512(p.cast());
+        let (lo_a, lo_b, hi_a, hi_b) = (r.lo_a, r.lo_b, r.hi_a, r.hi_b);
+        let ascii = !_mm512_movepi8_mask(x);
+        let lo = _mm512_maskz_permutex2var_epi8(ascii, lo_a, x, lo_b);
+        let hi = _mm512_maskz_permutex2var_epi8(ascii, hi_a, x, hi_b);
+        let has = |v: __m512i, bit: u8| _mm512_test_epi8_mask(v, _mm512_set1_epi8(bit as i8));
+        let caps = has(hi, HI_CAP);
+        let title_second = has(hi, HI_TITLE_SECOND);
+        Block {
+            digit: has(lo, LO_DIGIT),
+            sep: has(lo, LO_SEP),
+            at: has(lo, LO_AT),
+            colon: has(lo, LO_COLON),
+            eq: has(lo, LO_EQ),
+            alpha: has(lo, LO_ALPHA),
+            under: has(lo, LO_UNDER),
+            upper: has(lo, LO_UPPER),
+            hex: has(hi, HI_HEX),
+            dash: has(hi, HI_DASH),
+            dot: has(hi, HI_DOT),
+            title: caps & (title_second >> 1 | 1 << 63),
+            first: has(hi, HI_FIRST),
+            second: has(hi, HI_SECOND),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,14 +545,17 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
-        /// The vector path gives the masks of the plain loop, on any bytes.
+        /// The vector paths (AVX-512 where this CPU has it, and AVX2) give the masks of the
+        /// plain loop, on any bytes.
         #[test]
         fn vector_and_plain_masks_agree(bytes in prop::collection::vec(interesting(), 64)) {
             let b: [u8; 64] = bytes.try_into().unwrap();
             for (first, second) in [(&b"ASgxsrnhde"[..], &b"KShloakIpGfy"[..]), (b"", b""), (b"\0\x7f/A", b"e")] {
                 let fast = Classifier::new(first, second);
+                let avx2 = Classifier::new(first, second).avx2_at_most();
                 let plain = Classifier::new(first, second).scalar_only();
                 prop_assert_eq!(fast.block(&b), plain.block(&b));
+                prop_assert_eq!(avx2.block(&b), plain.block(&b));
                 prop_assert_eq!(
                     plain.block(&b),
                     scalar(&b, &ByteSet::new(first), &ByteSet::new(second))

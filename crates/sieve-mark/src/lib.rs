@@ -11,7 +11,7 @@
 //! | field names (CSV headers, JSON keys, log keys) | [`names`] |
 //! | allow patterns, with the literal every match holds searched first | [`allow`] |
 //! | validated detectors (Luhn, mod 97, SSN rules, phone plans, ...) | [`detect`] |
-//! | byte classes of 64-byte blocks (AVX2 where the CPU has it) | [`classify`] |
+//! | byte classes of 64-byte blocks (AVX-512 or AVX2 where the CPU has it) | [`classify`] |
 //! | the content scan: triggers, prefilters, one window at a time | [`scan`] |
 //! | keywords before dates, found through a block filter | [`keywords`] |
 //! | how much around a finding is classified | [`granularity`] |

@@ -8,7 +8,8 @@
 //! - a digit that starts a run of digit groups (joined by at most two of ` -./()`, so: no digit
 //!   one byte before it, nor one separator and a digit, nor two separators and a digit) and is
 //!   not glued to a word: cards, SSNs, IPv4 addresses, phone numbers, dates of birth
-//!   ([`digits`]);
+//!   ([`digits`]), unless the masks show the run can hold none of them ([`shape`]: a
+//!   timestamp's date, a request's path and status);
 //! - a digit that starts a run right after two capitals that start a word: IBANs;
 //! - `@`: e-mail addresses;
 //! - `:` and `=`: IPv6 addresses (at the first colon of one) and `key=value` / `key: value`
@@ -30,16 +31,23 @@ mod digits;
 mod kv;
 #[cfg(test)]
 pub(crate) mod reference;
+mod shape;
 
 use std::ops::Range;
 
 use phonenumber::country::Id;
 
+use crate::allow::AllowList;
 use crate::classify::{Block, Classifier};
 use crate::detect::{api_key, email, ip, jwt, pem, person};
 use crate::detect::{before, is_word};
 use crate::granularity::expand;
 use crate::policy::{Kind, Policy, PrefixWhat};
+use shape::holds_nothing;
+
+/// Blocks classified at a time: enough to keep the classifier's loop and tables hot, few
+/// enough that they stay in the first-level cache (112 bytes each).
+const BATCH: usize = 32;
 
 /// One finding: a range of the document and the detector that classified it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +81,8 @@ pub struct Scanner<'p> {
     dobs: Vec<(usize, usize)>,
     kvs: Vec<usize>,
     keywords: Vec<usize>,
+    /// Each detector's allow-list, in policy order.
+    allow: Vec<AllowList>,
     digits: bool,
     colon: bool,
     eq: bool,
@@ -136,6 +146,14 @@ impl<'p> Scanner<'p> {
             dobs: vec![],
             kvs: vec![],
             keywords: vec![],
+            allow: p
+                .detectors
+                .iter()
+                .map(|d| {
+                    let values = p.allow_values.iter().chain(&d.allow);
+                    AllowList::new(values.map(Vec::as_slice), &p.allow_patterns)
+                })
+                .collect(),
             digits: false,
             colon: false,
             eq: false,
@@ -182,7 +200,7 @@ impl<'p> Scanner<'p> {
 
     /// Report a finding of detector `det` at `r` (window positions), unless allowed.
     fn emit(&self, w: &Window<'_>, det: usize, r: Range<usize>, out: &mut Vec<Hit>) {
-        if r.is_empty() || self.p.allowed(det, &w.bytes[r.clone()]) {
+        if r.is_empty() || self.allow[det].allows(&w.bytes[r.clone()]) {
             return;
         }
         let e = expand(w.bytes, r, self.p.detectors[det].granularity);
@@ -202,13 +220,21 @@ impl<'p> Scanner<'p> {
             keywords: crate::keywords::Cache::new(),
             headers: jwt::Headers::default(),
         };
-        let mut pos = w.own.start;
         // The block before (runs and words that began before the chunk), the block, and the
-        // block after (how a run goes on).
+        // block after (how a run goes on). Blocks are classified [`BATCH`] at a time into
+        // `ahead` (the classifier's loop then keeps its tables in registers).
+        let mut pos = w.own.start;
         let mut prev = self.classifier.block_at(s, pos as isize - 64);
         let mut cur = self.classifier.block_at(s, pos as isize);
+        let mut ahead = [Block::default(); BATCH];
+        let mut k = BATCH;
         while pos < w.own.end {
-            let next = self.classifier.block_at(s, pos as isize + 64);
+            if k == BATCH {
+                self.classifier.blocks(s, pos as isize + 64, &mut ahead);
+                k = 0;
+            }
+            let next = ahead[k];
+            k += 1;
             let live = match w.own.end - pos {
                 n if n >= 64 => !0u64,
                 n => (1u64 << n) - 1,
@@ -242,7 +268,9 @@ impl<'p> Scanner<'p> {
                 m &= m - 1;
                 let (bit, j) = (1u64 << k, pos + k as usize);
                 if runs & bit != 0 {
-                    self.digit_run(w, j, &mut memo, out);
+                    if !holds_nothing(s, j, k, &near) {
+                        self.digit_run(w, j, &mut memo, out);
+                    }
                 } else if ibans & bit != 0 {
                     self.iban(w, j - 2, out);
                 } else if trig & bit != 0 {

@@ -1,5 +1,7 @@
 //! IP addresses: dotted-quad IPv4 (each part 0-255, no leading zeros) and IPv6 in any of its
-//! written forms, checked by the standard library's parser.
+//! written forms, by the grammar of the standard library's parser ([`is_ipv6`], which a
+//! property test holds to `std::net::Ipv6Addr::from_str`; parsing a `str` into an address
+//! costs several times more than reading its bytes once).
 
 use std::ops::Range;
 
@@ -53,18 +55,164 @@ pub fn ipv6_at(s: &[u8], at: usize) -> Option<Range<usize>> {
     if e < s.len() && (s[e].is_ascii_alphanumeric() || s[e] == b'_') {
         return None;
     }
-    let text = std::str::from_utf8(&s[a..e]).ok()?;
-    let colons = text.bytes().filter(|&b| b == b':').count();
-    let hex = text.bytes().filter(u8::is_ascii_hexdigit).count();
+    let text = &s[a..e];
+    let colons = text.iter().filter(|&&b| b == b':').count();
+    let hex = text.iter().filter(|b| b.is_ascii_hexdigit()).count();
     if colons < 2 || hex < 2 {
         return None;
     }
-    text.parse::<std::net::Ipv6Addr>().ok().map(|_| a..e)
+    is_ipv6(text).then_some(a..e)
+}
+
+/// Whether `t` is an IPv6 address as `std::net::Ipv6Addr::from_str` reads one: groups of one to
+/// four hexadecimal digits joined by `:`, eight of them, or fewer with one `::` standing for at
+/// least one group of zeros; the last two groups may be written as an IPv4 address.
+pub fn is_ipv6(t: &[u8]) -> bool {
+    let (head, head_v4, mut p) = groups(t, 0, 8);
+    if head == 8 {
+        return p == t.len();
+    }
+    if head_v4 || !t[p..].starts_with(b"::") {
+        return false;
+    }
+    p += 2;
+    // The `::` stands for one group at least.
+    let (_, _, q) = groups(t, p, 8 - (head + 1));
+    p = q;
+    p == t.len()
+}
+
+/// Up to `limit` groups of `t` from `p` on (each after a `:` but the first), the last two of
+/// which may be an IPv4 address: how many (an address counting two), whether it ended with an
+/// address, and where the groups end. A `:` not followed by a group is left unread.
+fn groups(t: &[u8], mut p: usize, limit: usize) -> (usize, bool, usize) {
+    for i in 0..limit {
+        let sep = usize::from(i > 0);
+        if i > 0 && t.get(p) != Some(&b':') {
+            return (i, false, p);
+        }
+        if i < limit.saturating_sub(1) {
+            if let Some(e) = ipv4_at(t, p + sep) {
+                return (i + 2, true, e);
+            }
+        }
+        let start = p + sep;
+        let mut e = start;
+        while e < t.len() && e - start < 4 && t[e].is_ascii_hexdigit() {
+            e += 1;
+        }
+        if e == start {
+            return (i, false, p);
+        }
+        p = e;
+    }
+    (limit, false, p)
+}
+
+/// The end of a dotted-quad IPv4 address at `p` (as `std::net::Ipv4Addr` reads one: four
+/// decimal parts up to 255, no leading zeros), if one is there.
+fn ipv4_at(t: &[u8], mut p: usize) -> Option<usize> {
+    for i in 0..4 {
+        if i > 0 {
+            if t.get(p) != Some(&b'.') {
+                return None;
+            }
+            p += 1;
+        }
+        let start = p;
+        let mut v = 0u32;
+        while p < t.len() && p - start < 3 && t[p].is_ascii_digit() {
+            v = v * 10 + u32::from(t[p] - b'0');
+            p += 1;
+        }
+        let n = p - start;
+        if n == 0 || v > 255 || (n > 1 && t[start] == b'0') {
+            return None;
+        }
+    }
+    Some(p)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Text made of the pieces IPv6 addresses and their look-alikes are made of.
+    fn v6_text() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(
+            prop::sample::select(vec![
+                &b":"[..],
+                b"::",
+                b":::",
+                b"0",
+                b"1",
+                b"f",
+                b"FF",
+                b"db8",
+                b"2001",
+                b"fe80",
+                b"12345",
+                b"ffff",
+                b"00000",
+                b".",
+                b"192",
+                b"0.2",
+                b"255",
+                b"256",
+                b"01",
+                b"10",
+                b"1.2.3.4",
+                b"g",
+                b"abcd",
+            ]),
+            0..14,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+        /// The grammar answers as the standard library's parser, on any such text.
+        #[test]
+        fn the_grammar_is_the_standard_parsers(t in v6_text()) {
+            let std = std::str::from_utf8(&t)
+                .ok()
+                .is_some_and(|x| x.parse::<std::net::Ipv6Addr>().is_ok());
+            prop_assert_eq!(is_ipv6(&t), std, "{}", String::from_utf8_lossy(&t));
+        }
+    }
+
+    #[test]
+    fn every_form_of_the_standard_parser() {
+        for t in [
+            "::",
+            "::1",
+            "1::",
+            "1:2:3:4:5:6:7:8",
+            "1:2:3:4:5:6:7::",
+            "::2:3:4:5:6:7:8",
+            "1:2:3:4:5:6:1.2.3.4",
+            "::1.2.3.4",
+            "::ffff:192.0.2.128",
+            "1::1.2.3.4",
+            "1:2:3:4:5:6:7:8:9",
+            "1:2:3:4:5:6:7:1.2.3.4",
+            "1::2::3",
+            ":1::",
+            "1:::2",
+            "12345::",
+            "::01.2.3.4",
+            "::1.2.3",
+            "1:2:3:4:5:6:7",
+            "fe80::1ff:fe23:4567:890a",
+            "",
+        ] {
+            let std = t.parse::<std::net::Ipv6Addr>().is_ok();
+            assert_eq!(is_ipv6(t.as_bytes()), std, "{t}");
+        }
+    }
 
     fn v6(s: &str) -> Option<&str> {
         let at = s.find(':')?;

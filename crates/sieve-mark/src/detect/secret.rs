@@ -72,22 +72,24 @@ pub fn looks_random(v: &[u8], min_len: usize, min_entropy: f64) -> bool {
         // Counts of one byte could overflow the table below; values are never that long.
         return looks_random_by_definition(v, min_len, min_entropy);
     }
+    // One pass counts the bytes and gathers their kinds (a table lookup, no branch); the
+    // number of distinct bytes and the sum of squared counts come from the counts after it,
+    // in a loop over the table that the compiler vectorises.
     let mut counts = [0u16; 256];
-    let (mut digit, mut alpha, mut space) = (false, false, false);
-    let (mut distinct, mut squares) = (0u32, 0u64);
+    let mut kinds = 0u8;
     for &b in v {
-        digit |= b.is_ascii_digit();
-        alpha |= b.is_ascii_alphabetic();
-        space |= b == b' ';
-        let c = &mut counts[usize::from(b)];
-        distinct += u32::from(*c == 0);
-        // (c + 1)^2 - c^2: the sum of squared counts, kept as the counts grow.
-        squares += 2 * u64::from(*c) + 1;
-        *c += 1;
+        kinds |= KIND[usize::from(b)];
+        counts[usize::from(b)] += 1;
     }
+    let (digit, alpha, space) = (kinds & DIGIT != 0, kinds & ALPHA != 0, kinds & SPACE != 0);
     if !digit || !alpha || space || is_placeholder(v) {
         return false;
     }
+    let distinct = counts.iter().map(|&c| u32::from(c != 0)).sum::<u32>();
+    let squares = counts
+        .iter()
+        .map(|&c| u64::from(c) * u64::from(c))
+        .sum::<u64>();
     // Far more than the rounding of either bound or of `entropy`.
     const SLACK: f64 = 1e-9;
     let n = v.len() as f64;
@@ -99,6 +101,30 @@ pub fn looks_random(v: &[u8], min_len: usize, min_entropy: f64) -> bool {
     }
     entropy(v) >= min_entropy
 }
+
+const DIGIT: u8 = 1;
+const ALPHA: u8 = 2;
+const SPACE: u8 = 4;
+
+/// The kinds of every byte that [`looks_random`] asks about.
+static KIND: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = if b.is_ascii_digit() {
+            DIGIT
+        } else if b.is_ascii_alphabetic() {
+            ALPHA
+        } else if b == b' ' {
+            SPACE
+        } else {
+            0
+        };
+        i += 1;
+    }
+    t
+};
 
 /// [`looks_random`] by its definition: the checks in turn and the entropy computed in full.
 pub(crate) fn looks_random_by_definition(v: &[u8], min_len: usize, min_entropy: f64) -> bool {

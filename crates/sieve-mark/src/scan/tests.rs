@@ -235,3 +235,93 @@ fn every_title_passes_the_block_filter() {
         assert_eq!(k.title & 1, 1, "{t}");
     }
 }
+
+/// Runs of digit groups in every shape the block filter of `shape.rs` looks at: one to five
+/// groups (short ones, years, a card, a phone number) joined by one or two separators, glued or
+/// not at either end, after `+`, a space, a comma, a dot or the words of a named date.
+fn digit_run() -> impl Strategy<Value = String> {
+    let before = prop::sample::select(vec![
+        "",
+        "\n",
+        " ",
+        ",",
+        ".",
+        "+",
+        "x",
+        "=",
+        "/",
+        "March 12, ",
+        "born March ",
+        "dob ",
+        "T",
+    ]);
+    let group = prop::sample::select(vec![
+        "2024",
+        "03",
+        "7",
+        "123",
+        "94676",
+        "4111111111111111",
+        "411111111111",
+        "1111",
+        "14154567890",
+        "415",
+        "456",
+        "7890",
+        "12",
+        "1984",
+    ]);
+    let sep = prop::sample::select(vec!["-", ".", " ", "/", "  ", "-.", " (", ") ", "("]);
+    let after = prop::sample::select(vec!["T", "ms", "x", "_", "", " ", "\n", ":", ","]);
+    // Findings that end at a group which more groups follow.
+    let found = prop::sample::select(vec![
+        "10.0.0.1",
+        "123-45-6789",
+        "415 456 7890",
+        "(212) 456-7890",
+        "1 415 456 7890",
+        "4111 1111 1111 1111",
+        "1984-03-12",
+        "12/03/1984",
+        "14154567890",
+        "44 20 7946 0958",
+        "12 1984",
+    ]);
+    let first = prop_oneof![group.clone(), found];
+    (
+        before,
+        prop::collection::vec((sep, group), 0..5),
+        first,
+        after,
+    )
+        .prop_map(|(b, rest, first, a)| {
+            let mut r = format!("{b}{first}");
+            for (s, g) in rest {
+                r.push_str(s);
+                r.push_str(g);
+            }
+            r.push_str(a);
+            r
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// Digit runs of every shape: the scan, which passes some of them by on their masks, finds
+    /// what the reference, which walks every run, finds.
+    #[test]
+    fn runs_passed_by_their_masks_hold_nothing(
+        runs in prop::collection::vec(digit_run(), 1..6),
+        a in 0usize..300,
+    ) {
+        let doc = runs.concat().into_bytes();
+        let lo = a.min(doc.len());
+        for p in &policies() {
+            let (fast, slow) = both(p, &doc, 0..doc.len());
+            prop_assert_eq!(fast, slow);
+            let (fast, slow) = both(p, &doc, lo..doc.len());
+            prop_assert_eq!(fast, slow);
+        }
+    }
+}
