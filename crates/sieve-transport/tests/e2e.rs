@@ -627,9 +627,8 @@ async fn joining_needs_the_exported_token() {
     rx.assert_received("joined.txt", b"hello <$S>world<$E>!");
 }
 
-/// The plain channels join while the transfer starts on the others: one that cannot connect
-/// (the receiver advertises an address where nothing listens) still fails the session with the
-/// reason and what to do, and nothing is stored.
+/// A plain channel that cannot connect (the receiver advertises an address where nothing
+/// listens) fails the session with the reason and what to do, and nothing is stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_plain_address_fails_the_session_clearly() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -25,42 +25,7 @@ use crate::token::JoinKey;
 
 use super::{SendConfig, Sendfile};
 
-/// A plain channel on its way: connecting and joining while the transfer starts on the others.
-///
-/// The channel reads its JOIN answer before it sends anything, as it did when the session waited
-/// for every JOIN up front; only the waiting moved. On a link with delay its two round trips
-/// (TCP, JOIN) now overlap the manifests and the classified bytes instead of preceding them.
-/// Dropping it stops the set-up (a session that fails leaves no connection behind).
-pub(super) struct PlainJoin(tokio::task::JoinHandle<Result<JoinedPlain>>);
-
-impl PlainJoin {
-    /// Wait until the channel is connected and the receiver has answered its JOIN.
-    pub(super) async fn joined(mut self) -> Result<JoinedPlain> {
-        (&mut self.0)
-            .await
-            .context("a plain channel's set-up stopped")?
-    }
-}
-
-impl Drop for PlainJoin {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// A plain channel whose JOIN the receiver answered (the answer not yet checked).
-pub(super) struct JoinedPlain {
-    /// The channel's writer.
-    pub w: FrameWriter,
-    /// The receiver's answer to its JOIN.
-    pub answer: Message,
-    /// What the answer concerns, for messages ("the plain channel to ADDR").
-    pub what: String,
-    /// From the start of the plain channels' set-up to this answer.
-    pub took: Duration,
-}
-
-/// A session whose secure channels have joined; its plain channels are joining ([`PlainJoin`]).
+/// A session whose every channel has joined.
 pub(super) struct Connected {
     /// Channel 0: acknowledgements arrive here.
     pub reader0: FrameReader,
@@ -71,8 +36,7 @@ pub(super) struct Connected {
     pub cipher: String,
     /// Writers of the secure channels; channel 0's slot is `None` (it shares `writer0`).
     pub secure_writers: Vec<Option<FrameWriter>>,
-    /// The plain channels, in index order, each connecting and joining.
-    pub plain_joins: Vec<PlainJoin>,
+    pub plain_writers: Vec<Option<FrameWriter>>,
     /// Extra TLS channels that resumed channel 0's TLS session.
     pub resumed: usize,
     /// The sockets of every channel, whose queues count as progress while they drain.
@@ -80,13 +44,13 @@ pub(super) struct Connected {
     /// The same, of each kind (indexed by [`Kind::index`]): the compressor measures the link
     /// on the sockets of the kind it compresses.
     pub kind_queues: [Arc<SendQueues>; 2],
-    /// The receiver is on this host (channel 0 connects to a loopback address or to the address
-    /// it connects from): the "link" is memory, and both ends share the CPU.
+    /// The receiver is on this host (the plain channels, or channel 0 without them, connect
+    /// to a loopback address or to the address they connect from): the "link" is memory, and
+    /// both ends share the CPU.
     pub same_host: bool,
-    /// Channel 0's TCP connection and TLS handshake.
     pub first_tls: Duration,
-    /// The extra TLS channels, each with its JOIN.
     pub extra_tls: Duration,
+    pub plain: Duration,
 }
 
 /// Open channel 0, say the session's HELLO, and join its other channels.
@@ -102,7 +66,7 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
         Arc::new(SendQueues::default()),
     ];
     let secure_q = kind_queues[Kind::Secure.index()].clone();
-    let (tls0, same_host) = tls_connect(cfg, &connector, &name, (&queues, &secure_q)).await?;
+    let (tls0, mut same_host) = tls_connect(cfg, &connector, &name, (&queues, &secure_q)).await?;
     let first_tls = t_connect.elapsed();
     let cipher = tls0.cipher;
     let exported = tls0.exporter;
@@ -163,14 +127,14 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
     let t_plain = Instant::now();
     let plain_addr = resolve_plain(&session.plain_addr, &cfg.to)?;
     let advertised = session.plain_addr.clone();
-    let mut plain_joins = Vec::with_capacity(usize::from(n_plain));
+    let mut plains = JoinSet::new();
     let (idle, sendfile) = (cfg.idle_timeout, cfg.sendfile);
     for i in 0..n_plain {
         let queues = queues.clone();
         let plain_q = kind_queues[Kind::Plain.index()].clone();
         let advertised = advertised.clone();
         let j = sm.join(channel(Kind::Plain, i), key.token(Kind::Plain, i))?;
-        plain_joins.push(PlainJoin(tokio::spawn(async move {
+        plains.spawn(async move {
             let tcp = TcpStream::connect(plain_addr).await.map_err(|e| {
                 let why = match e.kind() {
                     std::io::ErrorKind::ConnectionRefused => {
@@ -191,6 +155,7 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
             let _ = tcp.set_nodelay(true);
             queues.watch(&tcp);
             plain_q.watch(&tcp);
+            let local = is_same_host(&tcp);
             let (r, w) = tcp.into_split();
             let w = if sendfile == Sendfile::Always {
                 FrameWriter::tcp(w)
@@ -200,17 +165,11 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
             let what = format!("the plain channel to {plain_addr}");
             let (w, answer) =
                 join(FrameReader::new(Box::new(r), limits), w, j, &what, idle).await?;
-            anyhow::Ok(JoinedPlain {
-                w,
-                answer,
-                what,
-                took: t_plain.elapsed(),
-            })
-        })));
+            anyhow::Ok((i, w, answer, local))
+        });
     }
-    // The extra secure channels set up while the plain ones do: each waits on its own round
-    // trips (TCP, TLS, JOIN), so doing them one kind after the other added them up. The plain
-    // channels go on joining while the transfer starts (see `PlainJoin`).
+    // The extra secure channels and the plain ones set up at the same time: each waits on its
+    // own round trips (TCP, TLS, JOIN), so doing them one kind after the other added them up.
     let mut secure_writers: Vec<Option<FrameWriter>> = (0..n_secure).map(|_| None).collect();
     let mut resumed = 0;
     while let Some(r) = extra.join_next().await {
@@ -220,6 +179,20 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
         resumed += usize::from(res);
     }
     let extra_tls = t_extra.elapsed();
+    let mut plain_writers: Vec<Option<FrameWriter>> = (0..n_plain).map(|_| None).collect();
+    while let Some(r) = plains.join_next().await {
+        let (i, w, answer, local) = r??;
+        let what = format!("the plain channel to {plain_addr}");
+        joined(sm, channel(Kind::Plain, i), answer, &what)?;
+        plain_writers[i as usize] = Some(w);
+        if i == 0 {
+            same_host = local;
+        }
+    }
+    let plain_time = t_plain.elapsed();
+    if !sm.all_joined() {
+        bail!("internal error: a channel of the session did not join");
+    }
     Ok(Connected {
         reader0,
         writer0,
@@ -227,13 +200,14 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
         mac,
         cipher,
         secure_writers,
-        plain_joins,
+        plain_writers,
         resumed,
         queues,
         kind_queues,
         same_host,
         first_tls,
         extra_tls,
+        plain: plain_time,
     })
 }
 
@@ -323,12 +297,7 @@ async fn join(
 
 /// The receiver's answer to `channel`'s JOIN, told to the session: `what` names the channel in
 /// the error.
-pub(super) fn joined(
-    sm: &mut SenderSession,
-    channel: Channel,
-    answer: Message,
-    what: &str,
-) -> Result<()> {
+fn joined(sm: &mut SenderSession, channel: Channel, answer: Message, what: &str) -> Result<()> {
     sm.on_join_answer(channel, answer).map_err(|e| match e {
         JoinRefused::Refused(why) => anyhow!("{what} refused: {why}"),
         JoinRefused::Unexpected(other) => anyhow!("{what}: unexpected answer {other}"),

@@ -587,6 +587,7 @@ pub async fn send_prepared(
         connect_ms: ms(connect_time),
         connect_first_tls_ms: ms(connected.first_tls),
         connect_extra_tls_ms: ms(connected.extra_tls),
+        connect_plain_ms: ms(connected.plain),
         tls_resumed: connected.resumed,
         sieve_ms: ms(sieve_time),
         processing_ms: ms(processing_time),
@@ -604,8 +605,7 @@ pub async fn send_prepared(
         compressor,
         progress,
     };
-    let (shared, acks, plain_joined) = shared.run(cfg, connected).await?;
-    report.connect_plain_ms = ms(plain_joined);
+    let (shared, acks) = shared.run(cfg, connected).await?;
     report.transfer_ms = ms(t_transfer.elapsed());
     // The policy ran unless secure-only was asked for (`auto` runs it, whatever it chooses).
     if let (Classify::Policy(run), false) =

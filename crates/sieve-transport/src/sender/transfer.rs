@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use sieve_core::ledger::Ledger;
 use sieve_core::message::Ack;
-use sieve_core::sender::{Channel, ManifestError, SenderSession};
+use sieve_core::sender::{ManifestError, SenderSession};
 use sieve_core::Kind;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio::task::JoinSet;
@@ -19,7 +19,7 @@ use crate::source::Source;
 use super::answers::await_answers;
 use super::channel::Shared;
 use super::compress::Compressor;
-use super::connect::{joined, Connected};
+use super::connect::Connected;
 use super::{Progress, SendConfig};
 
 /// A planned session, ready to send its documents over the channels it connected.
@@ -34,13 +34,12 @@ pub(super) struct Transfer {
 
 impl Transfer {
     /// Send every document and wait for every answer; returns what the channels shared (the
-    /// documents, the compressor's figures), each document's answer, and how long the plain
-    /// channels took to join (they join while the transfer starts).
+    /// documents, the compressor's figures) and each document's answer.
     pub(super) async fn run(
         self,
         cfg: &SendConfig,
         connected: Connected,
-    ) -> Result<(Arc<Shared>, Vec<Option<Ack>>, Duration)> {
+    ) -> Result<(Arc<Shared>, Vec<Option<Ack>>)> {
         let Transfer {
             mut sm,
             sources,
@@ -57,7 +56,7 @@ impl Transfer {
             writer0,
             mac,
             secure_writers,
-            plain_joins,
+            plain_writers,
             queues,
             ..
         } = connected;
@@ -82,36 +81,21 @@ impl Transfer {
         let mut counters = Vec::new();
         let mut tasks: JoinSet<Result<()>> = JoinSet::new();
         // Secure channels first, then plain ones: the order of `Progress::per_channel`.
-        for (i, w) in secure_writers.into_iter().enumerate() {
-            let c = Arc::new(AtomicU64::new(0));
-            counters.push(c.clone());
-            let sh = shared.clone();
-            tasks.spawn(async move {
-                sh.channel(Kind::Secure, i, w, c)
-                    .await
-                    .with_context(|| format!("secure channel {i}"))
-            });
-        }
-        let plain_joined = Arc::new(Mutex::new(Duration::ZERO));
-        for (i, join) in plain_joins.into_iter().enumerate() {
-            let c = Arc::new(AtomicU64::new(0));
-            counters.push(c.clone());
-            let (sh, took) = (shared.clone(), plain_joined.clone());
-            tasks.spawn(async move {
-                let j = join.joined().await?;
-                let index = u8::try_from(i).context("too many plain channels")?;
-                let channel = Channel {
-                    kind: Kind::Plain,
-                    index,
-                };
-                joined(&mut *sh.sm()?, channel, j.answer, &j.what)?;
-                if let Ok(mut t) = took.lock() {
-                    *t = (*t).max(j.took);
-                }
-                sh.channel(Kind::Plain, i, Some(j.w), c)
-                    .await
-                    .with_context(|| format!("plain channel {i}"))
-            });
+        let kinds = [
+            (Kind::Secure, "secure", secure_writers),
+            (Kind::Plain, "plain", plain_writers),
+        ];
+        for (kind, what, writers) in kinds {
+            for (i, w) in writers.into_iter().enumerate() {
+                let c = Arc::new(AtomicU64::new(0));
+                counters.push(c.clone());
+                let sh = shared.clone();
+                tasks.spawn(async move {
+                    sh.channel(kind, i, w, c)
+                        .await
+                        .with_context(|| format!("{what} channel {i}"))
+                });
+            }
         }
         if let Ok(mut pc) = progress.per_channel.lock() {
             *pc = counters;
@@ -125,14 +109,10 @@ impl Transfer {
             l.settle(crate::change::DRAIN_LIMIT + Duration::from_secs(1))
                 .await;
         }
-        if !shared.sm()?.all_joined() {
-            bail!("internal error: a channel of the session did not join");
-        }
         shared.sm()?.close();
         shared.send_control().await?;
         let _ = shared.ctl.lock().await.shutdown().await;
-        let plain_joined = plain_joined.lock().map(|t| *t).unwrap_or_default();
-        Ok((shared, acks, plain_joined))
+        Ok((shared, acks))
     }
 }
 
