@@ -43,6 +43,8 @@ pub mod labelled;
 pub mod marked;
 pub mod names;
 pub mod path;
+#[cfg(test)]
+mod pieces;
 pub mod policy;
 pub mod preview;
 pub mod run;
