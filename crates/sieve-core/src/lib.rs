@@ -29,6 +29,7 @@
 #![allow(clippy::single_range_in_vec_init)]
 
 pub mod batch;
+pub mod budget;
 pub mod chunk;
 pub mod compress;
 pub mod corpus;

@@ -1,7 +1,7 @@
 //! How large the sender cuts its data frames: the chunk of the dynamic split, and the most bytes
 //! one DATA frame carries.
 
-use crate::frame::stall_free_payload;
+use crate::budget::stall_free_payload;
 use crate::Kind;
 
 /// The chunk of classified bytes, and the smallest chunk of cleartext, that [`Chunk::Auto`]
@@ -81,7 +81,7 @@ impl std::str::FromStr for Chunk {
 #[cfg(test)]
 mod tests {
     use super::{Chunk, AUTO_CHUNK_MAX, AUTO_CHUNK_MIN};
-    use crate::frame::{stall_free_buffer_bytes, FRAME_BUFFER_KIB};
+    use crate::budget::{stall_free_buffer_bytes, FRAME_BUFFER_KIB};
     use crate::message::{DATA_PREFIX_LEN, MAX_CHANNELS, MAX_PLAIN_CHANNELS, MAX_SECURE_CHANNELS};
 
     const GIB: u64 = 1 << 30;

@@ -208,7 +208,7 @@ impl Drop for Held {
 }
 
 // The arithmetic both ends rely on lives in the core, beside the frame limits.
-pub use sieve_core::frame::stall_free_buffer_bytes;
+pub use sieve_core::budget::stall_free_buffer_bytes;
 
 /// The frame limit for a connection's first frame.
 pub(super) fn preauth(frame: Limits) -> Limits {
