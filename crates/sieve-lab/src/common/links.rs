@@ -265,3 +265,32 @@ pub(crate) fn emulated(conds: &[Condition], checks: &[LinkCheck]) -> String {
         }
     )
 }
+
+/// What the sieve's sender did to its cleartext on each link: per condition, the median share
+/// of the cleartext bytes that went on the wire (its default, `--compress auto`, compresses
+/// them where the link is slower than its compressors; secure-only has nothing it may
+/// compress). Rows whose data predate the column are left out; conditions without any, too.
+pub(crate) fn cleartext_on_wire(recs: &[Record], conds: &[&str]) -> Vec<serde_json::Value> {
+    conds
+        .iter()
+        .filter_map(|&c| {
+            let share = super::sample(
+                recs,
+                |r| {
+                    r.scenario == c
+                        && r.mode == super::record::Mode::Sieve
+                        && r.plain_bytes > 0
+                        && r.plain_wire_bytes.is_some()
+                },
+                |r| r.plain_wire_bytes.unwrap_or(r.plain_bytes) as f64 / r.plain_bytes as f64,
+            );
+            share.known().then(|| {
+                serde_json::json!({
+                    "scenario": c,
+                    "share": format!("{:.2}", share.point),
+                    "compressed": share.point < 0.95,
+                })
+            })
+        })
+        .collect()
+}

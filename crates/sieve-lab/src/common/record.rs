@@ -65,6 +65,10 @@ pub(crate) struct Record {
     pub(crate) secure_bytes: u64,
     pub(crate) plain_bytes: u64,
     pub(crate) negotiated_cipher: String,
+    /// Bytes the cleartext took on the plain channels, after the sender's compression (the
+    /// default, `--compress auto`); empty in data written before the column existed.
+    #[serde(default)]
+    pub(crate) plain_wire_bytes: Option<u64>,
 }
 
 /// Where a record was measured: the point's labels.
@@ -107,6 +111,11 @@ impl Record {
             secure_bytes: s.secure_bytes,
             plain_bytes: s.plain_bytes,
             negotiated_cipher: s.cipher.clone(),
+            plain_wire_bytes: Some(
+                s.compression
+                    .as_ref()
+                    .map_or(s.plain_bytes, |c| c.plain_after),
+            ),
         }
     }
 

@@ -98,6 +98,8 @@ pub(crate) fn fill(name: &str, template: &str, ctx: impl Serialize) -> Result<St
     );
     env.add_template("curve.md", include_str!("curve.md"))
         .context("template curve.md does not parse")?;
+    env.add_template("cleartext.md", include_str!("cleartext.md"))
+        .context("template cleartext.md does not parse")?;
     env.add_template(name, template)
         .with_context(|| format!("template {name} does not parse"))?;
     env.get_template(name)

@@ -7,7 +7,9 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::common::curves::{describe, Along, Curve};
-use crate::common::links::{emulated, over_link, points, write_checks, Condition};
+use crate::common::links::{
+    cleartext_on_wire, emulated, over_link, points, write_checks, Condition,
+};
 use crate::common::record::{same, write_csv, Mode, Record};
 use crate::common::report::{fill, Report};
 use crate::common::{distinct, rounds_of, sample, Ctx, Metric, ROUNDS};
@@ -138,6 +140,7 @@ pub(crate) fn render(recs: &[Record], machine: &Machine, dir: &Path) -> Result<R
             "wire_ms": format!("{wire_ms:.0}"),
             "wifi_mbit": format!("{}", WIFI.rate_mbit),
             "wifi_rtt_ms": format!("{}", WIFI.rtt_ms()),
+            "shares": cleartext_on_wire(recs, &names),
         }),
     )?;
     Ok(Report {
@@ -146,4 +149,77 @@ pub(crate) fn render(recs: &[Record], machine: &Machine, dir: &Path) -> Result<R
         findings,
         key_plot: Some("f5_5_response".into()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::record::read_csv;
+
+    /// Three rounds on the wired link at P = 0.1 and 0.9; the sieve's cleartext took `share` of
+    /// its bytes on the wire (`None`: data written before that column existed).
+    fn fixture(share: Option<f64>) -> Vec<Record> {
+        let mut csv = String::from(
+            "scenario,files,mode,x_mb,p,n,m,split,batch_split,cipher,ap_ms_per_mb,rep,\
+             connect_ms,connect_first_tls_ms,connect_extra_tls_ms,connect_plain_ms,response_ms,\
+             total_ms,sieve_ms,processing_ms,split_ms,transfer_ms,combine_ms,integrate_ms,cpu_ms,\
+             bytes,secure_bytes,plain_bytes,negotiated_cipher",
+        );
+        csv.push_str(if share.is_some() {
+            ",plain_wire_bytes\n"
+        } else {
+            "\n"
+        });
+        for rep in 0..3 {
+            for p in [0.1, 0.9] {
+                let plain = ((1.0 - p) * 1e6) as u64;
+                for (mode, t) in [("secure-only", 86.0), ("sieve", 60.0)] {
+                    csv.push_str(&format!(
+                        "wired,1MB-{},{mode},1,{p},1,1,dynamic,dynamic,aes128gcm,0,{rep},\
+                         2,1.5,0,0.3,{t},{},0.1,0,0,{t},0,0,2,1000000,{},{plain},TLS13",
+                        p * 100.0,
+                        t + 2.0,
+                        1_000_000 - plain,
+                    ));
+                    if let Some(s) = share {
+                        csv.push_str(&format!(",{}", (plain as f64 * s) as u64));
+                    }
+                    csv.push('\n');
+                }
+            }
+        }
+        read_csv(csv.as_bytes()).expect("fixture parses")
+    }
+
+    fn machine() -> Machine {
+        Machine {
+            cpu: "test CPU".into(),
+            cores: 2,
+            ram_gib: 1.0,
+            kernel: "6".into(),
+            flags: vec![("aes".into(), true)],
+            speeds: vec![("TLS 1.3 AES-128-GCM".into(), 4.0)],
+        }
+    }
+
+    /// What the report says about the bytes on the wire comes from the data: compressed
+    /// cleartext is named as the gain, cleartext sent as it is is not, and data without the
+    /// column say so rather than claim either.
+    #[test]
+    fn the_bytes_on_the_wire_are_said_from_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let render_with = |s| render(&fixture(s), &machine(), dir.path()).unwrap().body;
+        let compressed = render_with(Some(0.55));
+        assert!(compressed.contains("wired 0.55"), "{compressed}");
+        assert!(
+            compressed.contains("the sieve's gain on the link is mostly that"),
+            "{compressed}"
+        );
+        let raw = render_with(Some(1.0));
+        assert!(raw.contains("wired 1.00"), "{raw}");
+        assert!(!raw.contains("mostly that"), "{raw}");
+        let old = render_with(None);
+        assert!(old.contains("predate that column"), "{old}");
+        assert!(!old.contains("do not move the same bytes"), "{old}");
+    }
 }

@@ -7,7 +7,9 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::common::curves::{describe, Along, Curve};
-use crate::common::links::{emulated, over_link, points, write_checks, Condition};
+use crate::common::links::{
+    cleartext_on_wire, emulated, over_link, points, write_checks, Condition,
+};
 use crate::common::record::{write_csv, Record};
 use crate::common::report::{fill, Report};
 use crate::common::{distinct, rounds_of, Ctx, Metric, ROUNDS};
@@ -97,6 +99,7 @@ pub(crate) fn render(recs: &[Record], dir: &Path) -> Result<Report> {
             "table": table,
             "curves": described,
             "ap": AP_MS_PER_MB,
+            "shares": cleartext_on_wire(recs, &["wifi", "wifi+AP"]),
         }),
     )?;
     Ok(Report {

@@ -11,7 +11,9 @@ use serde_json::json;
 
 use crate::common::estimate::Estimate;
 use crate::common::figures::fig;
-use crate::common::links::{emulated, over_link_with, write_checks, Condition, LinkCheck};
+use crate::common::links::{
+    cleartext_on_wire, emulated, over_link_with, write_checks, Condition, LinkCheck,
+};
 use crate::common::record::{same, write_csv, Mode, Record};
 use crate::common::report::{fill, interval_note, Finding, Report};
 use crate::common::words::{point_words, Outcome};
@@ -144,6 +146,7 @@ pub(crate) fn render(recs: &[Record], checks: &[LinkCheck], dir: &Path) -> Resul
     ns.dedup();
     let rounds = rounds_of(recs);
     let modes = [(Mode::SecureOnly, "secure-only"), (Mode::Sieve, "sieve")];
+    let scenarios: Vec<&str> = grid.iter().map(|g| g.0).collect();
 
     // Figures: per rate and metric, the median time against N, one curve per RTT and system.
     let mut rates: Vec<f64> = grid.iter().map(|g| g.2).collect();
@@ -322,6 +325,7 @@ pub(crate) fn render(recs: &[Record], checks: &[LinkCheck], dir: &Path) -> Resul
             "tcp_wmem": checks.first().map_or("not read".to_string(), |c| c.tcp_wmem.clone()),
             "files": xp_label(X_MB as f64, P),
             "rates": rates.iter().map(|r| format!("{r}")).collect::<Vec<_>>().join(" and "),
+            "shares": cleartext_on_wire(recs, &scenarios),
         }),
     )?;
     Ok(Report {
