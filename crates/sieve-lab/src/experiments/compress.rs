@@ -59,6 +59,15 @@ const LINKS: [(&str, Option<f64>); 5] = [
     ("loopback", None),
 ];
 
+/// How a link is named in sentences: "100 Mbit/s", or "loopback".
+fn link_label(link: &str) -> String {
+    if link == "loopback" {
+        link.to_string()
+    } else {
+        format!("{link} Mbit/s")
+    }
+}
+
 /// Bytes of a document on a link: a few seconds of secure-only at its rate.
 fn size_for(link: Option<f64>, quick: bool) -> u64 {
     let mib = match link {
@@ -457,7 +466,7 @@ pub(crate) fn render(rows: &[Row], dir: &Path) -> Result<Report> {
             if e.point.is_finite() {
                 findings.push(Finding::new(
                     ID,
-                    &format!("{link} Mbit/s, {corpus}, P = {p}, auto"),
+                    &format!("{}, {corpus}, P = {p}, auto", link_label(link)),
                     "response time",
                     &e,
                 ));
@@ -528,7 +537,7 @@ pub(crate) fn render(rows: &[Row], dir: &Path) -> Result<Report> {
         include_str!("compress.md"),
         json!({
             "table": table,
-            "worst": worst.map(|w| format!("{:.1} % ({} Mbit/s, {}, P = {})", w.3, w.0, w.1, w.2)),
+            "worst": worst.map(|w| format!("{:.1} % ({}, {}, P = {})", w.3, link_label(&w.0), w.1, w.2)),
             "levels": fixed.iter().map(|v| v.trim_start_matches("sieve ")).collect::<Vec<_>>().join(", "),
         }),
     )?;
