@@ -36,6 +36,19 @@ pub(crate) struct Machine {
 }
 
 impl Machine {
+    /// A fixed machine for tests that render reports from fixtures.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Machine {
+        Machine {
+            cpu: "test CPU".into(),
+            cores: 2,
+            ram_gib: 1.0,
+            kernel: "6".into(),
+            flags: vec![("aes".into(), true)],
+            speeds: vec![("TLS 1.3 AES-128-GCM".into(), 4.0)],
+        }
+    }
+
     /// Read the facts and measure the speeds (about a second).
     pub(crate) fn measure(quick: bool) -> Machine {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();

@@ -140,14 +140,7 @@ mod tests {
     }
 
     fn machine() -> Machine {
-        Machine {
-            cpu: "test CPU".into(),
-            cores: 2,
-            ram_gib: 1.0,
-            kernel: "6".into(),
-            flags: vec![("aes".into(), true)],
-            speeds: vec![("TLS 1.3 AES-128-GCM".into(), 4.0)],
-        }
+        Machine::for_tests()
     }
 
     /// The words follow the data: a sieve slower at P = 0.1 is called slower and said to reverse

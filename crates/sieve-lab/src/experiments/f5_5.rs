@@ -192,14 +192,7 @@ mod tests {
     }
 
     fn machine() -> Machine {
-        Machine {
-            cpu: "test CPU".into(),
-            cores: 2,
-            ram_gib: 1.0,
-            kernel: "6".into(),
-            flags: vec![("aes".into(), true)],
-            speeds: vec![("TLS 1.3 AES-128-GCM".into(), 4.0)],
-        }
+        Machine::for_tests()
     }
 
     /// What the report says about the bytes on the wire comes from the data: compressed
