@@ -129,6 +129,14 @@ pub(crate) fn same(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
 
+/// The header of `data.csv` as written before `plain_wire_bytes` existed, with its newline: the
+/// tests' fixtures start from it (and so also check that such data still parse).
+#[cfg(test)]
+pub(crate) const CSV_HEADER: &str = "scenario,files,mode,x_mb,p,n,m,split,batch_split,cipher,\
+    ap_ms_per_mb,rep,connect_ms,connect_first_tls_ms,connect_extra_tls_ms,connect_plain_ms,\
+    response_ms,total_ms,sieve_ms,processing_ms,split_ms,transfer_ms,combine_ms,integrate_ms,\
+    cpu_ms,bytes,secure_bytes,plain_bytes,negotiated_cipher\n";
+
 /// Write rows as CSV with a header.
 pub(crate) fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> Result<()> {
     let mut w =

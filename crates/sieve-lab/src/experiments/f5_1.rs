@@ -114,15 +114,11 @@ pub(crate) fn render(recs: &[Record], machine: &Machine, dir: &Path) -> Result<R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::record::read_csv;
+    use crate::common::record::{read_csv, CSV_HEADER};
 
     /// A fixture of two rounds per point, written and read back as `data.csv` is.
     fn fixture(sieve_at_01: f64, sieve_at_09: f64) -> Vec<Record> {
-        let header = "scenario,files,mode,x_mb,p,n,m,split,batch_split,cipher,ap_ms_per_mb,rep,\
-            connect_ms,connect_first_tls_ms,connect_extra_tls_ms,connect_plain_ms,response_ms,\
-            total_ms,sieve_ms,processing_ms,split_ms,transfer_ms,combine_ms,integrate_ms,cpu_ms,\
-            bytes,secure_bytes,plain_bytes,negotiated_cipher\n";
-        let mut csv = String::from(header);
+        let mut csv = String::from(CSV_HEADER);
         for rep in 0..8 {
             for (p, so, sv) in [(0.1, 10.0, sieve_at_01), (0.9, 10.0, sieve_at_09)] {
                 for (mode, t) in [("secure-only", so), ("sieve", sv)] {

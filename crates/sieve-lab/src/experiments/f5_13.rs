@@ -220,16 +220,11 @@ pub(crate) fn render(recs: &[Record], dir: &Path) -> Result<Report> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::record::read_csv;
+    use crate::common::record::{read_csv, CSV_HEADER};
 
     /// Three rounds at each N: secure-only's total is `so(n)`, every sieve split's `sv(n)`.
     fn fixture(so: impl Fn(u8) -> f64, sv: impl Fn(u8) -> f64) -> Vec<Record> {
-        let mut csv = String::from(
-            "scenario,files,mode,x_mb,p,n,m,split,batch_split,cipher,ap_ms_per_mb,rep,\
-             connect_ms,connect_first_tls_ms,connect_extra_tls_ms,connect_plain_ms,response_ms,\
-             total_ms,sieve_ms,processing_ms,split_ms,transfer_ms,combine_ms,integrate_ms,cpu_ms,\
-             bytes,secure_bytes,plain_bytes,negotiated_cipher\n",
-        );
+        let mut csv = String::from(CSV_HEADER);
         for rep in 0..3 {
             for n in NS {
                 let mut row = |mode: &str, m: u8, split: &str, t: f64| {

@@ -154,22 +154,15 @@ pub(crate) fn render(recs: &[Record], machine: &Machine, dir: &Path) -> Result<R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::record::read_csv;
+    use crate::common::record::{read_csv, CSV_HEADER};
 
     /// Three rounds on the wired link at P = 0.1 and 0.9; the sieve's cleartext took `share` of
     /// its bytes on the wire (`None`: data written before that column existed).
     fn fixture(share: Option<f64>) -> Vec<Record> {
-        let mut csv = String::from(
-            "scenario,files,mode,x_mb,p,n,m,split,batch_split,cipher,ap_ms_per_mb,rep,\
-             connect_ms,connect_first_tls_ms,connect_extra_tls_ms,connect_plain_ms,response_ms,\
-             total_ms,sieve_ms,processing_ms,split_ms,transfer_ms,combine_ms,integrate_ms,cpu_ms,\
-             bytes,secure_bytes,plain_bytes,negotiated_cipher",
-        );
-        csv.push_str(if share.is_some() {
-            ",plain_wire_bytes\n"
-        } else {
-            "\n"
-        });
+        let mut csv = String::from(CSV_HEADER);
+        if share.is_some() {
+            csv.insert_str(csv.len() - 1, ",plain_wire_bytes");
+        }
         for rep in 0..3 {
             for p in [0.1, 0.9] {
                 let plain = ((1.0 - p) * 1e6) as u64;

@@ -338,17 +338,12 @@ pub(crate) fn render(recs: &[Record], speeds: &[Speed], dir: &Path) -> Result<Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::record::read_csv;
-
-    const HEADER: &str = "scenario,files,mode,x_mb,p,n,m,split,batch_split,cipher,\
-        ap_ms_per_mb,rep,connect_ms,connect_first_tls_ms,connect_extra_tls_ms,connect_plain_ms,\
-        response_ms,total_ms,sieve_ms,processing_ms,split_ms,transfer_ms,combine_ms,\
-        integrate_ms,cpu_ms,bytes,secure_bytes,plain_bytes,negotiated_cipher\n";
+    use crate::common::record::{read_csv, CSV_HEADER};
 
     /// Eight rounds under the AES-only mask: secure-only takes `secure_only` ms per MB, the sieve
     /// `sieve(p)` ms per MB, for both suites, at two P, two sizes and the goal point.
     fn fixture(secure_only: f64, sieve: impl Fn(f64) -> f64) -> Vec<Record> {
-        let mut csv = String::from(HEADER);
+        let mut csv = String::from(CSV_HEADER);
         for rep in 0..8 {
             for (x, ps) in [
                 (1.0, vec![0.1, 0.9]),

@@ -341,16 +341,11 @@ pub(crate) fn render(recs: &[Record], checks: &[LinkCheck], dir: &Path) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::record::read_csv;
-
-    const HEADER: &str = "scenario,files,mode,x_mb,p,n,m,split,batch_split,cipher,\
-        ap_ms_per_mb,rep,connect_ms,connect_first_tls_ms,connect_extra_tls_ms,connect_plain_ms,\
-        response_ms,total_ms,sieve_ms,processing_ms,split_ms,transfer_ms,combine_ms,\
-        integrate_ms,cpu_ms,bytes,secure_bytes,plain_bytes,negotiated_cipher\n";
+    use crate::common::record::{read_csv, CSV_HEADER};
 
     /// Ten rounds at one link; `time(mode, n)` gives the total time.
     fn fixture(time: impl Fn(&str, u8) -> f64) -> Vec<Record> {
-        let mut csv = String::from(HEADER);
+        let mut csv = String::from(CSV_HEADER);
         for rep in 0..10 {
             for n in 1..=4u8 {
                 for mode in ["secure-only", "sieve"] {
