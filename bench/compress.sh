@@ -3,12 +3,15 @@
 #
 #   bench/compress.sh [ROUNDS] [SIZE] [P] [LOOP_SIZE]     defaults: 5 32MiB 0.1 256MiB
 #   RATE=100 bench/compress.sh ...                        link rate in Mbit/s (default 100)
+#   CORPUS=text bench/compress.sh ...                     what to send (default crates, below)
 #
 # Part 1, over an emulated link (two network namespaces joined by a veth pair, both directions
 # shaped to RATE Mbit/s by tbf, as the laboratory builds its links; needs root, iproute2):
 # SIZE bytes of the cargo registry's crate sources (.rs, .md, .toml files in sorted order), of
-# which P is classified by a ranges file (five equal parts per MiB, as the thesis's x-P files),
-# sent by these, alternating within every round:
+# which P is classified by a ranges file (five equal parts per MiB, as the thesis's x-P files);
+# or, with CORPUS=text|csv|json|log|letters, a document of that kind from `sieve gen` (seed 1),
+# whose classified parts are whole values and records, as its ranges file says. Sent by these,
+# alternating within every round:
 #   secure-only                      every byte over TLS (no compression)
 #   sieve off                        --compress off
 #   sieve auto                       the default
@@ -32,6 +35,11 @@ SIZE=${2:-32MiB}
 P=${3:-0.1}
 LOOP_SIZE=${4:-256MiB}
 RATE=${RATE:-100}
+CORPUS=${CORPUS:-crates}
+case "$CORPUS" in
+  crates|text|csv|json|log|letters) ;;
+  *) echo "CORPUS must be crates, text, csv, json, log or letters (got $CORPUS)" >&2; exit 1 ;;
+esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 [ "$(id -u)" = 0 ] || { echo "needs root (network namespaces and tc)" >&2; exit 1; }
 for t in zstd socat python3 ip tc; do
@@ -60,13 +68,6 @@ to_bytes() {
 }
 BYTES=$(to_bytes "$SIZE")
 LOOP_BYTES=$(to_bytes "$LOOP_SIZE")
-REG="${CARGO_HOME:-$HOME/.cargo}/registry/src"
-[ -d "$REG" ] || { echo "no crate sources in $REG" >&2; exit 1; }
-# Enough sources for the larger document, then both cut from the start.
-find "$REG" -type f \( -name '*.rs' -o -name '*.md' -o -name '*.toml' \) -print0 | sort -z \
-  | xargs -0 cat 2>/dev/null | head -c "$LOOP_BYTES" > sources || true
-head -c "$BYTES" sources > doc.txt
-cp sources loop.txt
 ranges() {  # FILE P → FILE.ranges.json: five equal classified parts per MiB
   python3 - "$1" "$2" <<'PY'
 import json, os, sys
@@ -84,8 +85,22 @@ for start in range(0, n, mib):
 json.dump({"ranges": ranges}, open(path + ".ranges.json", "w"))
 PY
 }
-ranges doc.txt "$P"
-ranges loop.txt "$P"
+if [ "$CORPUS" = crates ]; then
+  REG="${CARGO_HOME:-$HOME/.cargo}/registry/src"
+  [ -d "$REG" ] || { echo "no crate sources in $REG" >&2; exit 1; }
+  # Enough sources for the larger document, then both cut from the start.
+  find "$REG" -type f \( -name '*.rs' -o -name '*.md' -o -name '*.toml' \) -print0 | sort -z \
+    | xargs -0 cat 2>/dev/null | head -c "$LOOP_BYTES" > sources || true
+  head -c "$BYTES" sources > doc.txt
+  cp sources loop.txt
+  ranges doc.txt "$P"
+  ranges loop.txt "$P"
+else
+  for f in doc:$BYTES loop:$LOOP_BYTES; do
+    "$S" gen --kind "$CORPUS" --size "${f#*:}" -p "$P" --seed 1 \
+      --ranges-out "${f%%:*}.txt.ranges.json" -o "${f%%:*}.txt" >/dev/null
+  done
+fi
 "$S" certs --dir certs >/dev/null 2>&1
 # Warm the page cache.
 cat doc.txt loop.txt > /dev/null
@@ -167,13 +182,15 @@ for r in $(seq 1 "$ROUNDS"); do
   done
 done
 CLASSIFIED=$(python3 -c "import json; print(sum(b-a for a,b in json.load(open('doc.txt.ranges.json'))['ranges']))")
-python3 - "$BYTES" "$CLASSIFIED" "$RATE" "$LOOP_BYTES" <<'PY'
+python3 - "$(stat -c %s doc.txt)" "$CLASSIFIED" "$RATE" "$LOOP_BYTES" "$CORPUS" <<'PY'
 import csv, statistics as st, sys
 size, classified, rate, loop = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 rows = list(csv.DictReader(open("results.csv")))
 def col(v, k="ms"): return [float(r[k]) for r in rows if r["variant"] == v and r[k] != ""]
 def med(v, k="ms"): return st.median(col(v, k))
-print(f"{size/2**20:.0f} MiB of crate sources, P = {classified/size:.2f}, {rate:g} Mbit/s link; "
+corpus = sys.argv[5]
+what = "crate sources" if corpus == "crates" else f"`sieve gen --kind {corpus}`"
+print(f"{size/2**20:.0f} MiB of {what}, P = {classified/size:.2f}, {rate:g} Mbit/s link; "
       f"{len(col('secure-only'))} alternating rounds; response ms, median [min..max]")
 names = ["secure-only", "sieve off", "sieve auto", "sieve accent", "sieve zstd:1", "sieve zstd:3",
          "sieve zstd:9", "sieve zstd:19", "sieve auto classified", "zstd --adapt | socat OPENSSL",

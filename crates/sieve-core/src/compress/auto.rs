@@ -29,6 +29,14 @@
 //! compression off they keep testing the cheapest level, so a change in the data or the link is
 //! noticed.
 //!
+//! An estimate can be far off: generated records and random letters compress several times
+//! slower at the high levels than the profile says, and gain less from them, so a level chosen
+//! from an estimate may turn out to be the slowest stage by far. What such a mistake costs is
+//! bounded by the size of the frames compressed at it before it is measured: a level not measured
+//! yet compresses frames of at most [`EXPLORE_FRAME`] bytes, and a measured level frames of at
+//! most [`FRAME_TIME_S`] of one core's work ([`Auto::frame_limit`]). The second bound also keeps
+//! the end of a document from waiting on one large frame at a slow level.
+//!
 //! No clock here: the caller measures and reports; [`Auto::next_frame`] answers per frame,
 //! [`Auto::decide`] once per quantum.
 
@@ -175,6 +183,18 @@ pub struct FrameChoice {
     /// The level is being measured, not chosen.
     pub probe: bool,
 }
+
+/// Most plain bytes of a frame compressed at a level not measured yet (on this data, in this
+/// session). At the slowest speed zstd reaches on text (about 1 MB/s per core at level 19),
+/// 256 KiB is a quarter of a second.
+pub const EXPLORE_FRAME: u64 = 256 << 10;
+
+/// Most seconds of one core's work in a frame at a measured level: one quantum of the transport.
+pub const FRAME_TIME_S: f64 = 0.1;
+
+/// Fewest plain bytes [`Auto::frame_limit`] asks for: below this a frame's fixed costs (header,
+/// tag, a write, zstd's set-up) start to count.
+pub const MIN_FRAME: u64 = 64 << 10;
 
 /// Exponentially weighted mean; weight of a new sample.
 const EWMA: f64 = 0.3;
@@ -352,6 +372,18 @@ impl Auto {
         Some(rate)
     }
 
+    /// Most plain bytes the next frame at `codec` should hold (`None`: no limit; the transport's
+    /// chunk applies). A level not measured yet explores with a small frame ([`EXPLORE_FRAME`]);
+    /// a measured one takes frames of at most [`FRAME_TIME_S`] of a core's work at its measured
+    /// speed, and at least [`MIN_FRAME`].
+    pub fn frame_limit(&self, codec: Codec) -> Option<u64> {
+        let i = self.cfg.levels.iter().position(|&c| c == codec)?;
+        match self.measured[i].speed {
+            None => Some(EXPLORE_FRAME),
+            Some(speed) => Some(((speed * FRAME_TIME_S) as u64).max(MIN_FRAME)),
+        }
+    }
+
     /// Cores level `i` needs to keep the link busy, at most the configured cores.
     fn workers_for(&self, i: usize) -> u32 {
         let (speed, ratio) = self.estimate(i);
@@ -438,6 +470,10 @@ impl Auto {
             return chosen;
         };
         let (speed, _) = self.estimate(p);
+        // The probe's frame is cut to the level's limit.
+        let len = self
+            .frame_limit(self.cfg.levels[p])
+            .map_or(len, |limit| limit.min(len));
         let cost_s = len as f64 / speed.max(1.0);
         if self.probe_credit_s >= cost_s {
             self.probe_credit_s -= cost_s;
@@ -747,6 +783,52 @@ mod tests {
         assert!((a.link_rate().unwrap() / MB - 12.5).abs() < 1e-9);
         assert_eq!(level(a.decide()), Some(12));
         assert!(!a.next_frame(1 << 20).probe || a.decision().codec.is_some());
+    }
+
+    /// Random letters over a 16 Mbit/s link: measured at level 1 only (0.62 of their size),
+    /// the profile promises 9 % more at level 19, and `auto` goes there. Letters compress at
+    /// level 19 several times slower than the profile says, so the level is tried on one small
+    /// frame; once measured it is left, and its frames stay small.
+    #[test]
+    fn an_estimated_level_is_tried_on_a_small_frame() {
+        let z = |l| Codec::zstd(l).unwrap();
+        let mut a = Auto::new(AutoConfig::with_cores(2));
+        a.observe_compress(CompressSample {
+            codec: z(1),
+            plain: 50_000_000,
+            compressed: 31_000_000,
+            cpu_s: 0.1,
+        });
+        // 500 MB/s: a tenth of a second is 50 MB, more than any chunk.
+        assert_eq!(a.frame_limit(z(1)), Some(50_000_000));
+        link(&mut a, 2.0 * MB);
+        let high = a.decide().codec.unwrap();
+        assert_eq!(high.level(), 19);
+        assert_eq!(a.frame_limit(high), Some(EXPLORE_FRAME));
+        // A probe of a level not measured yet is cut the same way, and costs that much.
+        assert_eq!(a.frame_limit(z(15)), Some(EXPLORE_FRAME));
+        // Measured: 1.5 MB/s, 0.60. Two cores deliver 3 MB/s of plain against level 1's
+        // 2 / 0.62 = 3.2: level 19 is left.
+        a.observe_compress(CompressSample {
+            codec: high,
+            plain: EXPLORE_FRAME,
+            compressed: EXPLORE_FRAME * 6 / 10,
+            cpu_s: EXPLORE_FRAME as f64 / (1.5 * MB),
+        });
+        assert_ne!(a.decide().codec, Some(high));
+        // A tenth of a second at 1.5 MB/s is 150 kB.
+        let limit = a.frame_limit(high).unwrap();
+        assert!((149_000..=150_000).contains(&limit), "{limit}");
+        // Very slow levels still cut frames worth their fixed costs; levels outside the
+        // candidates are not limited.
+        a.observe_compress(CompressSample {
+            codec: high,
+            plain: 1000,
+            compressed: 600,
+            cpu_s: 1.0,
+        });
+        assert!(a.frame_limit(high).unwrap() >= MIN_FRAME);
+        assert_eq!(a.frame_limit(z(2)), None);
     }
 
     #[test]

@@ -140,6 +140,16 @@ impl Policy {
         }
     }
 
+    /// Most plain bytes the next frame at `codec` should hold (`None`: the transport's chunk).
+    /// Only `auto` cuts its frames (see [`Auto::frame_limit`]); a fixed level and ACCENT compress
+    /// whole chunks, as the user or the paper chose.
+    pub fn frame_limit(&self, codec: Codec) -> Option<u64> {
+        match self {
+            Policy::Auto(a) => a.frame_limit(codec),
+            _ => None,
+        }
+    }
+
     /// The link's rate as the policy sees it, wire bytes per second.
     pub fn link_rate(&self) -> Option<f64> {
         match self {

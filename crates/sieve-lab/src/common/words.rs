@@ -14,8 +14,9 @@ pub(crate) const RULES: &str = "\
 - The sieve **wins** (is *faster*) where the whole interval is above 0, **loses** (is *slower*) \
   where it is below 0, and **ties** where it contains 0 (*within the noise*).
 - A curve **rises** or **falls** when the intervals of its first and last points do not overlap; \
-  otherwise it is **flat within the noise**. Two variants **differ** only when their intervals do \
-  not overlap.
+  when they overlap but the intervals of two of its points do not, it **varies** (its ends level \
+  within the noise); otherwise it is **flat within the noise**. Two variants **differ** only when \
+  their intervals do not overlap.
 - Our result **agrees with the thesis** only when, at every point where the thesis gives a \
   value, our outcome has the thesis's sign, and the thesis's order between its points is ours \
   too (intervals apart, same order); it **reverses** the thesis when at some such point our \
@@ -104,15 +105,29 @@ pub(crate) fn compare(a: &Estimate, b: &Estimate) -> &'static str {
     }
 }
 
-/// How a curve moves from its first to its last point.
+/// How a curve moves from its first to its last point, and whether it is flat in between: a
+/// curve whose ends are level but which, say, peaks in the middle with its interval apart from
+/// another point's is not called flat.
 pub(crate) fn trend(points: &[Estimate]) -> &'static str {
+    const FLAT: &str = "stays flat within the noise";
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
-        return "stays flat within the noise";
+        return FLAT;
     };
     match order(last, first) {
         Order::Higher => "rises",
         Order::Lower => "falls",
-        Order::Overlap => "stays flat within the noise",
+        Order::Overlap => {
+            let apart = points.iter().enumerate().any(|(i, a)| {
+                points[i + 1..]
+                    .iter()
+                    .any(|b| order(a, b) != Order::Overlap)
+            });
+            if apart {
+                "varies (its ends level within the noise)"
+            } else {
+                FLAT
+            }
+        }
     }
 }
 
@@ -211,6 +226,19 @@ mod tests {
             "stays flat within the noise"
         );
         assert_eq!(trend(&[e(5.0, 3.0, 7.0), e(1.0, 0.0, 2.0)]), "falls");
+        // Ends level, a peak apart from the first point (F5.2's shape at P = 0.1): not flat.
+        let peak = [
+            e(-16.7, -29.8, 7.2),
+            e(33.1, 10.3, 39.6),
+            e(7.2, -3.7, 24.8),
+        ];
+        assert_eq!(trend(&peak), "varies (its ends level within the noise)");
+        assert_eq!(
+            trend(&[e(1.0, 0.0, 2.0), e(1.5, 0.5, 3.0), e(2.5, 1.5, 3.0)]),
+            "stays flat within the noise"
+        );
+        assert_eq!(trend(&[e(1.0, 0.0, 2.0)]), "stays flat within the noise");
+        assert_eq!(trend(&[]), "stays flat within the noise");
         assert_eq!(compare(&e(5.0, 4.0, 6.0), &e(1.0, 0.0, 2.0)), "higher than");
     }
 

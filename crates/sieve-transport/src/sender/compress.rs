@@ -69,8 +69,9 @@ pub(super) struct Plan {
     /// Compress at this level, or send raw.
     pub codec: Option<Codec>,
     /// Cut the frame to at most this many bytes: a raw probe measures the link with a small
-    /// frame, so that on a slow link it costs little (its size says nothing of the layout: it
-    /// is fixed).
+    /// frame, so that on a slow link it costs little, and `auto` bounds the work in one
+    /// compressed frame (see `Auto::frame_limit`). Either size comes from measurements of the
+    /// cleartext and the link, never from the layout of classified parts.
     pub limit: Option<usize>,
 }
 
@@ -316,9 +317,16 @@ impl Compressor {
         if choice.probe {
             s.report.probes += 1;
         }
+        let limit = match choice.codec {
+            None => choice.probe.then_some(RAW_PROBE),
+            Some(codec) => s
+                .policy
+                .frame_limit(codec)
+                .map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
+        };
         Ok(Plan {
             codec: choice.codec,
-            limit: (choice.probe && choice.codec.is_none()).then_some(RAW_PROBE),
+            limit,
         })
     }
 
