@@ -163,7 +163,8 @@ pub struct Args {
     #[arg(long, default_value = "auto", value_name = "auto|accent|off|zstd:N")]
     pub compress: Compression,
     /// Also compress classified bytes inside TLS, each classified segment alone (never in one
-    /// context with any other byte), at the level chosen for the cleartext. This reveals the
+    /// context with any other byte), at the level chosen for the cleartext; segments shorter
+    /// than 4 KiB gain too little alone and go uncompressed. This reveals the
     /// compressed length of every classified segment: an observer who sees TLS record sizes and
     /// timing learns how well each segment compresses, which for a secret mixed with data the
     /// observer can influence or guess is the leak CRIME and BREACH exploit. Use it only for

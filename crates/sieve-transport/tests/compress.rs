@@ -140,7 +140,7 @@ async fn every_policy_delivers_the_bytes() {
 
 /// `--compress-classified`: classified segments are compressed inside TLS, each alone (the
 /// receiver refuses a compressed classified frame that spans two segments, so a completed
-/// transfer of many segments shows none did), in sieve and secure-only mode.
+/// transfer of many segments shows none did), in sieve and secure-only mode; short ones go raw.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn classified_segments_are_compressed_alone_when_asked() {
     let rx = TestReceiver::start().await;
@@ -177,6 +177,22 @@ async fn classified_segments_are_compressed_alone_when_asked() {
         assert!(c.classified_after < c.classified_before / 2, "{c:?}");
         assert!(rx.stats.frames_decompressed.load(Ordering::Relaxed) > before);
     }
+    // A log's classified values are a few bytes each: too short to gain, they go raw, in runs
+    // (a frame and a compression apiece made such documents many times slower).
+    let log = realistic(DocKind::Log, 400_000, 5);
+    let cfg = SendConfig {
+        compress: zstd(3),
+        compress_classified: true,
+        ..rx.simple(Mode::Sieve)
+    };
+    let r = rx
+        .send_ok(&cfg, &[write(src.path(), "dense.log", &log)])
+        .await;
+    rx.assert_received("dense.log", &log);
+    let c = r.compression.expect("a report");
+    assert!(c.accepted.contains("classified"), "{c:?}");
+    assert!(c.classified_before > 0, "{c:?}");
+    assert_eq!(c.classified_after, c.classified_before, "{c:?}");
     // Without the flag, nothing classified is compressed.
     let cfg = SendConfig {
         compress: zstd(3),
