@@ -30,11 +30,11 @@ impl SendQueues {
             .unwrap_or(0)
     }
 
-    /// Bytes the peers of the watched sockets have acknowledged so far, and bytes still queued
-    /// in them (sent and not acknowledged, or not sent yet), each summed over the sockets, and
-    /// whether a socket's congestion window is still growing: how fast a link drains, whether
-    /// it had bytes waiting, and whether TCP has found the link's rate yet (see the sender's link
-    /// monitor). Sockets whose counts cannot be read count 0 and as not growing.
+    /// Bytes the peers of the watched sockets have acknowledged so far, and bytes written to them
+    /// that TCP has not sent yet, each summed over the sockets, and whether a socket's congestion
+    /// window is still growing: how fast a link drains, whether it had bytes waiting for it, and
+    /// whether TCP has found the link's rate yet (see the sender's link monitor). Sockets whose
+    /// counts cannot be read count 0 and as not growing.
     pub fn counts(&self) -> Drain {
         self.0
             .lock()
@@ -44,12 +44,31 @@ impl SendQueues {
                     let info = tcp_info(fd);
                     Drain {
                         acknowledged: d.acknowledged + info.as_ref().map_or(0, |i| i.bytes_acked),
-                        queued: d.queued + unacknowledged(fd).unwrap_or(0),
-                        growing: d.growing || info.is_some_and(|i| i.slow_start),
+                        unsent: d.unsent + info.as_ref().map_or(0, |i| i.unsent),
+                        growing: d.growing || info.as_ref().is_some_and(|i| i.slow_start),
+                        queueing: d.queueing || info.as_ref().is_some_and(|i| i.queueing),
+                        peer_limited_us: d.peer_limited_us
+                            + info.as_ref().map_or(0, |i| i.rwnd_limited_us),
                     }
                 })
             })
             .unwrap_or_default()
+    }
+
+    /// Let each watched socket take new bytes only while fewer than `bytes` of what it holds
+    /// are not sent yet (`TCP_NOTSENT_LOWAT`); bytes in flight are not limited.
+    ///
+    /// Why: a sender that compresses chooses each frame's level from what the link did lately.
+    /// A socket buffer tuned for a long fat path holds megabytes, and a sender free to fill it
+    /// commits seconds of a slow link's time to the level chosen before anything was measured.
+    /// With a small unsent queue, frames are compressed shortly before they leave, at the level
+    /// chosen last. Sockets that refuse the option are left as they are.
+    pub fn limit_unsent(&self, bytes: u32) {
+        if let Ok(all) = self.0.lock() {
+            for fd in all.iter() {
+                let _ = set_notsent_lowat(fd.as_fd(), bytes);
+            }
+        }
     }
 
     /// For each watched socket, how many bytes its peer will have acknowledged once everything
@@ -94,23 +113,46 @@ impl SendQueues {
 pub struct Drain {
     /// Bytes the peers acknowledged.
     pub acknowledged: u64,
-    /// Bytes written and not acknowledged yet.
-    pub queued: u64,
+    /// Bytes written and not sent yet: they wait for the congestion window or the peer's
+    /// receive window. Bytes in flight (sent, not acknowledged) are not counted: on a long path
+    /// a sender that cannot keep the pipe full still has a round trip's worth in flight, and
+    /// those bytes say nothing of how fast the path could go.
+    pub unsent: u64,
     /// Some socket is in slow start: its window, not the link, bounds what leaves.
     pub growing: bool,
+    /// Some socket with bytes in flight sees its round trip grown well above the least it has
+    /// seen: a queue stands at the path's bottleneck, so the path is full and what it drains
+    /// is the path's rate, even while a window still grows.
+    pub queueing: bool,
+    /// Microseconds the sockets have spent, so far, with bytes to send that the peer's receive
+    /// window did not admit (summed). A peer's window opens over the first round trips as its
+    /// kernel tunes its buffer, and stays shut while its application is slow to read: either
+    /// way the peer, not the link, set the pace.
+    pub peer_limited_us: u64,
 }
 
 /// The few fields of a TCP socket's `tcp_info` the sender reads.
 struct TcpInfo {
     /// Bytes its peer has acknowledged (`tcpi_bytes_acked`, Linux 4.1 and later).
     bytes_acked: u64,
+    /// Bytes written and not sent yet (`tcpi_notsent_bytes`, Linux 4.6 and later; 0 before).
+    unsent: u64,
+    /// Microseconds limited by the peer's receive window (`tcpi_rwnd_limited`, Linux 4.10 and
+    /// later; 0 before).
+    rwnd_limited_us: u64,
     /// The congestion window is in slow start and still growing: below the slow-start threshold
     /// (`tcpi_snd_cwnd < tcpi_snd_ssthresh`; the threshold starts "infinite" and is set once
     /// TCP sees a loss or, with HyStart, a rising delay: once it has found the path's capacity),
-    /// and limiting what is in flight by the kernel's own rule for slow start (`cwnd < 2 ·
-    /// packets out`, `tcp_is_cwnd_limited`). A socket limited by its buffer or its peer's window
-    /// does not grow its window, and its drain is as much as that path gives it.
+    /// and what leaves is bounded by it: either the window is full by the kernel's own rule for
+    /// slow start (`cwnd < 2 · packets out`, `tcp_is_cwnd_limited`), or written bytes wait to be
+    /// sent (in slow start the kernel paces at twice the window per round trip, so bytes wait
+    /// for the pacer even before the window is full: on a 1 Gbit/s path with a 20 ms round trip
+    /// the first round trips leave at 2-4 MB/s). A socket limited by its buffer does not grow
+    /// its window, and its drain is as much as that path gives it.
     slow_start: bool,
+    /// Bytes are in flight and the smoothed round trip exceeds the least one seen
+    /// (`tcpi_min_rtt`, Linux 4.6 and later) by a quarter of it and at least a millisecond.
+    queueing: bool,
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -135,16 +177,62 @@ fn tcp_info(fd: BorrowedFd<'_>) -> Option<TcpInfo> {
         )
     };
     let needed = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_acked) + 8;
+    let has = |offset: usize, size: usize| len as usize >= offset + size;
+    let has_unsent = has(std::mem::offset_of!(libc::tcp_info, tcpi_notsent_bytes), 4);
+    let has_rwnd = has(std::mem::offset_of!(libc::tcp_info, tcpi_rwnd_limited), 8);
+    let has_min_rtt = has(std::mem::offset_of!(libc::tcp_info, tcpi_min_rtt), 4);
+    let (rtt, min_rtt) = (info.tcpi_rtt, info.tcpi_min_rtt);
+    let queueing = has_min_rtt
+        && info.tcpi_unacked > 0
+        && min_rtt > 0
+        && rtt > min_rtt.saturating_add((min_rtt / 4).max(1000));
     (r == 0 && len as usize >= needed).then_some(TcpInfo {
+        queueing,
         bytes_acked: info.tcpi_bytes_acked,
+        unsent: if has_unsent {
+            u64::from(info.tcpi_notsent_bytes)
+        } else {
+            0
+        },
+        rwnd_limited_us: if has_rwnd { info.tcpi_rwnd_limited } else { 0 },
         slow_start: info.tcpi_snd_cwnd < info.tcpi_snd_ssthresh
-            && info.tcpi_snd_cwnd < 2 * info.tcpi_unacked,
+            && (info.tcpi_snd_cwnd < 2 * info.tcpi_unacked
+                || (has_unsent && info.tcpi_notsent_bytes > 0)),
     })
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn tcp_info(_fd: BorrowedFd<'_>) -> Option<TcpInfo> {
     None
+}
+
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn set_notsent_lowat(fd: BorrowedFd<'_>, bytes: u32) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `setsockopt` reads exactly `size_of::<c_int>()` bytes from the pointer, which
+    // points at `v`, alive for the whole call; it writes nothing. The descriptor is borrowed, so
+    // it stays open across the call; a descriptor that is not a TCP socket fails with an error.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_notsent_lowat(_fd: BorrowedFd<'_>, _bytes: u32) -> std::io::Result<()> {
+    Ok(())
 }
 
 #[cfg(target_os = "linux")]
@@ -208,24 +296,31 @@ mod tests {
         assert_eq!(q.pending(), 0);
     }
 
-    /// A connection with nothing in flight is not growing its window (nothing limits it); one
-    /// whose peer does not read is limited by the peer's window, not its own, so it is not
-    /// growing either: only a window that bounds what is in flight grows.
+    /// A connection with nothing in flight is not growing its window (nothing limits it) and has
+    /// nothing waiting; one whose peer does not read has bytes waiting, and the time its peer's
+    /// window held them back accrues while the window stays shut.
     #[test]
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    fn only_a_window_that_limits_what_is_in_flight_is_growing() {
+    fn an_idle_socket_is_not_limited_and_a_shut_peer_window_is_seen() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let mut tx = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let _rx = listener.accept().unwrap();
         let q = SendQueues::default();
         q.watch(&tx);
         let d = q.counts();
-        assert!(!d.growing, "idle: {d:?}");
+        assert!(!d.growing && d.unsent == 0, "idle: {d:?}");
         tx.set_nonblocking(true).unwrap();
         let chunk = vec![7u8; 1 << 16];
         while tx.write(&chunk).is_ok() {}
         let d = q.counts();
-        assert!(d.queued > 0 && !d.growing, "peer's window full: {d:?}");
+        assert!(d.unsent > 0, "peer's window full: {d:?}");
+        // The time held back by the peer's window accrues while it stays shut.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let later = q.counts();
+        assert!(
+            later.peer_limited_us > d.peer_limited_us,
+            "{d:?} then {later:?}"
+        );
     }
 
     /// A mark taken while bytes are queued is delivered only once the peer has read them, and

@@ -33,8 +33,9 @@
 //! slower at the high levels than the profile says, and gain less from them, so a level chosen
 //! from an estimate may turn out to be the slowest stage by far. What such a mistake costs is
 //! bounded by the size of the frames compressed at it before it is measured: a level not measured
-//! yet compresses frames of at most [`EXPLORE_FRAME`] bytes, and a measured level frames of at
-//! most [`FRAME_TIME_S`] of one core's work ([`Auto::frame_limit`]). The second bound also keeps
+//! yet compresses a frame of a tenth of a second's work at a quarter of its estimated speed (at
+//! least [`EXPLORE_FRAME`] bytes), and a measured level frames of at most [`FRAME_TIME_S`] of one
+//! core's work ([`Auto::frame_limit`]). The second bound also keeps
 //! the end of a document from waiting on one large frame at a slow level.
 //!
 //! No clock here: the caller measures and reports; [`Auto::next_frame`] answers per frame,
@@ -127,10 +128,13 @@ pub struct CompressSample {
 /// What the plain sockets did over a stretch of time.
 ///
 /// The send queue is observed around every write (see the transport's link monitor), which cuts
-/// time into intervals. An interval at whose end bytes were still queued was *busy*: the queue
-/// never ran dry in it, so the bytes it drained left at the link's rate, whatever the sender did.
-/// An interval that ended with the queue empty says only that the link is at least as fast as
-/// what left in it: `lower_bound` keeps the best such rate (over intervals long enough to smooth
+/// time into intervals. An interval at whose end written bytes still waited to be sent was
+/// *busy*: TCP had more than it could send, so the bytes it drained left at the link's rate,
+/// whatever the sender did. Bytes merely in flight do not make an interval busy: on a long path a
+/// sender too slow to fill it still has a round trip's worth in flight, draining at the sender's
+/// pace, and taking that pace for the link's would make a slow compressor look like a slow link
+/// and choose a slower level still. An interval that ended with nothing waiting says only that
+/// the link is at least as fast as what left in it: `lower_bound` keeps the best such rate (over intervals long enough to smooth
 /// acknowledgements that come in bursts).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LinkSample {
@@ -145,9 +149,11 @@ pub struct LinkSample {
     /// The link is at least this fast (wire bytes per second; 0: nothing learnt).
     pub lower_bound: f64,
     /// Of the wall time, seconds in which a socket's congestion window was still growing (TCP
-    /// slow start), whether or not bytes were queued: what left then was bounded by the window,
-    /// which doubles every round trip, not by the link, so these intervals neither measure the
-    /// link nor bound it usefully. Counted neither as busy nor in `lower_bound`.
+    /// slow start), or the peer's receive window held bytes back, whether or not bytes were
+    /// queued: what left then was bounded by a window (one that doubles every round trip, or one
+    /// the receiver's kernel is still opening or its application keeps shut by reading slowly),
+    /// not by the link, so these intervals neither measure the link nor bound it usefully.
+    /// Counted neither as busy nor in `lower_bound`.
     pub growing_s: f64,
     /// Wire bytes drained in those intervals (part of `drained`).
     pub growing_drained: u64,
@@ -184,10 +190,19 @@ pub struct FrameChoice {
     pub probe: bool,
 }
 
-/// Most plain bytes of a frame compressed at a level not measured yet (on this data, in this
-/// session). At the slowest speed zstd reaches on text (about 1 MB/s per core at level 19),
-/// 256 KiB is a quarter of a second.
+/// Fewest plain bytes of a frame compressed at a level not measured yet (on this data, in this
+/// session); it may hold more, see [`EXPLORE_SLOWDOWN`]. At the slowest speed zstd reaches on
+/// text (about 1 MB/s per core at level 19), 256 KiB is a quarter of a second.
 pub const EXPLORE_FRAME: u64 = 256 << 10;
+
+/// How many times slower than its estimate a level not measured yet is assumed to compress when
+/// its first frame is cut to [`FRAME_TIME_S`]: generated records and random letters compress at
+/// the high levels up to about three times slower than the profile scaled to a measured level.
+/// The first frame must not be cut much smaller than the frames the level will compress once
+/// chosen: a level whose window reaches repetitions further apart than a small frame (zstd 3's
+/// 2 MiB against zstd 1's 512 KiB, on data that repeats every megabyte) gains only on large
+/// frames, and a small first frame would hide that gain for good.
+pub const EXPLORE_SLOWDOWN: f64 = 4.0;
 
 /// Most seconds of one core's work in a frame at a measured level: one quantum of the transport.
 pub const FRAME_TIME_S: f64 = 0.1;
@@ -222,6 +237,8 @@ pub struct Auto {
     measured: Vec<Measured>,
     last_measured: Option<usize>,
     link: Option<f64>,
+    /// Whether `link` was ever measured from busy time, not only bounded from below.
+    link_measured: bool,
     receiver: Option<f64>,
     current: Option<usize>,
     decision: Decision,
@@ -245,6 +262,7 @@ impl Auto {
             measured: vec![Measured::default(); cfg.levels.len()],
             last_measured: None,
             link: None,
+            link_measured: false,
             receiver: None,
             current: Some(start),
             decision: Decision {
@@ -307,7 +325,10 @@ impl Auto {
         let busy = s.busy_s.clamp(0.0, elapsed);
         let measured = busy >= MIN_BUSY_S && s.busy_drained > 0;
         if measured {
-            self.link = ewma(self.link, s.busy_drained as f64 / busy);
+            // The first measurement replaces any lower bound: it was not an estimate.
+            let old = self.link.filter(|_| self.link_measured);
+            self.link = ewma(old, s.busy_drained as f64 / busy);
+            self.link_measured = true;
         }
         let mut lower = s.lower_bound.max(0.0);
         if !measured && elapsed >= MIN_BUSY_S {
@@ -373,15 +394,29 @@ impl Auto {
     }
 
     /// Most plain bytes the next frame at `codec` should hold (`None`: no limit; the transport's
-    /// chunk applies). A level not measured yet explores with a small frame ([`EXPLORE_FRAME`]);
-    /// a measured one takes frames of at most [`FRAME_TIME_S`] of a core's work at its measured
-    /// speed, and at least [`MIN_FRAME`].
+    /// chunk applies). A level not measured yet explores with a frame of [`FRAME_TIME_S`] of a
+    /// core's work at a quarter of its estimated speed ([`EXPLORE_SLOWDOWN`]), at least
+    /// [`EXPLORE_FRAME`]; a measured one takes frames of at most [`FRAME_TIME_S`] of a core's
+    /// work at its measured speed, and at least [`MIN_FRAME`]. Until the link has been measured
+    /// every frame is at most [`EXPLORE_FRAME`].
     pub fn frame_limit(&self, codec: Codec) -> Option<u64> {
         let i = self.cfg.levels.iter().position(|&c| c == codec)?;
-        match self.measured[i].speed {
-            None => Some(EXPLORE_FRAME),
-            Some(speed) => Some(((speed * FRAME_TIME_S) as u64).max(MIN_FRAME)),
-        }
+        let limit = match self.measured[i].speed {
+            None => {
+                let (estimate, _) = self.estimate(i);
+                let cautious = estimate / EXPLORE_SLOWDOWN * FRAME_TIME_S;
+                (cautious as u64).max(EXPLORE_FRAME)
+            }
+            Some(speed) => ((speed * FRAME_TIME_S) as u64).max(MIN_FRAME),
+        };
+        // Until the link is measured, nothing says the starting level is right: frames stay
+        // small, so that the first choice made with a measured link applies to most of the
+        // document rather than to what was cut before it.
+        Some(if self.link_measured {
+            limit
+        } else {
+            limit.min(EXPLORE_FRAME)
+        })
     }
 
     /// Cores level `i` needs to keep the link busy, at most the configured cores.
@@ -408,7 +443,12 @@ impl Auto {
         let cores = self.cfg.cores;
         let margin = 1.0 + self.cfg.switch_margin;
         let mut best: Option<(usize, f64)> = None;
-        for i in 0..self.cfg.levels.len() {
+        let slowest = match (self.link_measured, self.current) {
+            (true, _) => self.cfg.levels.len(),
+            (false, Some(c)) => c + 1,
+            (false, None) => 0,
+        };
+        for i in 0..slowest {
             let rate = self.predict(Some(i), cores).unwrap_or(0.0);
             if best.is_none_or(|(_, b)| rate > b) {
                 best = Some((i, rate));
@@ -417,7 +457,7 @@ impl Auto {
         let worth = best
             .filter(|&(_, rate)| rate > off * margin)
             .map(|(i, _)| i);
-        self.current = match self.current {
+        let chosen = match self.current {
             None => worth,
             Some(c) => {
                 let rate = self.predict(Some(c), cores).unwrap_or(0.0);
@@ -428,6 +468,10 @@ impl Auto {
                 }
             }
         };
+        self.current = match (self.current, chosen) {
+            (Some(c), Some(t)) => Some(self.step_toward(c, t)),
+            _ => chosen,
+        };
         let workers = self.current.map_or(0, |i| self.workers_for(i));
         self.decision = Decision {
             codec: self.current.map(|i| self.cfg.levels[i]),
@@ -435,6 +479,24 @@ impl Auto {
             predicted: self.predict(self.current, workers).unwrap_or(0.0),
         };
         self.decision
+    }
+
+    /// Where to go from level `c` when level `t` is chosen: to `t` itself, unless `t` is a slower
+    /// level chosen from an estimate; then to the first level not measured yet on the way.
+    ///
+    /// Estimates of slower levels are scaled from the levels measured so far, and what a level
+    /// gains can differ from its neighbours' by far more than the profile's shape: zstd 3's
+    /// window (2 MiB) finds repetitions a megabyte apart that zstd 1's (512 KiB) cannot, and on
+    /// such data it makes a quarter of zstd 1's bytes. Jumping from 1 straight to an estimated
+    /// 15 would measure 15 (several times slower) and never 3. Walking one unmeasured level at a
+    /// time measures each level on the way, one quantum each, and re-plans with what it finds.
+    fn step_toward(&self, c: usize, t: usize) -> usize {
+        if t <= c + 1 || self.measured[t].speed.is_some() {
+            return t;
+        }
+        (c + 1..t)
+            .find(|&k| self.measured[k].speed.is_none())
+            .unwrap_or(t)
     }
 
     /// What to do with the next frame of `len` bytes: the current choice, or now and then a
@@ -740,8 +802,9 @@ mod tests {
             lower_bound: 0.0,
             ..LinkSample::default()
         });
-        // Only a lower bound (90 MB/s): compressing looks best (level 3: min(560, 90 / 0.30)).
-        assert_eq!(level(a.decide()), Some(3));
+        // Only a lower bound (90 MB/s): level 3 would predict more (min(560, 90 / 0.30)), but
+        // a bound cannot show that the link is slow enough for a slower level.
+        assert_eq!(level(a.decide()), Some(1));
         let probe = a.next_frame(256 << 10);
         assert_eq!((probe.codec, probe.probe), (None, true));
         // One raw probe per stretch.
@@ -767,6 +830,33 @@ mod tests {
         assert!((0..100).all(|_| a.next_frame(256 << 10).codec != Some(Codec::zstd(1).unwrap())));
     }
 
+    /// The first stretch on a long path: little has drained yet, and nothing waited for the
+    /// window, so its rate is only a lower bound of a few Mbit/s. It must not be taken for the
+    /// link's rate (which would choose level 19); a busy stretch later measures the link, and
+    /// then a slow link does take a slow level.
+    #[test]
+    fn a_lower_bound_never_chooses_a_slower_level() {
+        let mut a = measured(2, &TEXT);
+        let start = level(a.decision());
+        a.observe_link(LinkSample {
+            drained: 40_000,
+            elapsed_s: 0.1,
+            ..LinkSample::default()
+        });
+        assert!(a.link_rate().unwrap() < 1.0 * MB);
+        assert_eq!(level(a.decide()), start);
+        // Busy time at 10 Mbit/s: now the link is known to be slow.
+        a.observe_link(LinkSample {
+            drained: 125_000,
+            elapsed_s: 0.1,
+            busy_s: 0.1,
+            busy_drained: 125_000,
+            ..LinkSample::default()
+        });
+        assert!((a.link_rate().unwrap() / MB - 1.25).abs() < 1e-9);
+        assert_eq!(level(a.decide()), Some(19));
+    }
+
     /// A busy stretch measures the link even if other stretches saw it faster (a raw burst into
     /// empty socket buffers): the link's rate is what left while bytes waited.
     #[test]
@@ -786,36 +876,55 @@ mod tests {
     }
 
     /// Random letters over a 16 Mbit/s link: measured at level 1 only (0.62 of their size),
-    /// the profile promises 9 % more at level 19, and `auto` goes there. Letters compress at
-    /// level 19 several times slower than the profile says, so the level is tried on one small
-    /// frame; once measured it is left, and its frames stay small.
+    /// the profile promises 9 % more at level 19. `auto` walks there one level not measured yet
+    /// at a time, and each is first tried on a frame cut to a tenth of a second at a quarter of
+    /// its estimated speed. Letters compress at level 19 several times slower than the profile
+    /// says: once measured it is left, and its frames stay small.
     #[test]
     fn an_estimated_level_is_tried_on_a_small_frame() {
         let z = |l| Codec::zstd(l).unwrap();
         let mut a = Auto::new(AutoConfig::with_cores(2));
-        a.observe_compress(CompressSample {
-            codec: z(1),
-            plain: 50_000_000,
-            compressed: 31_000_000,
-            cpu_s: 0.1,
-        });
+        let letters = |a: &mut Auto, level: i32, speed: f64| {
+            a.observe_compress(CompressSample {
+                codec: z(level),
+                plain: 1_000_000,
+                compressed: 620_000,
+                cpu_s: 1_000_000.0 / speed,
+            })
+        };
+        letters(&mut a, 1, 500.0 * MB);
+        // The link not measured yet: small frames, whatever the level.
+        assert_eq!(a.frame_limit(z(1)), Some(EXPLORE_FRAME));
+        link(&mut a, 2.0 * MB);
         // 500 MB/s: a tenth of a second is 50 MB, more than any chunk.
         assert_eq!(a.frame_limit(z(1)), Some(50_000_000));
-        link(&mut a, 2.0 * MB);
-        let high = a.decide().codec.unwrap();
-        assert_eq!(high.level(), 19);
-        assert_eq!(a.frame_limit(high), Some(EXPLORE_FRAME));
-        // A probe of a level not measured yet is cut the same way, and costs that much.
-        assert_eq!(a.frame_limit(z(15)), Some(EXPLORE_FRAME));
-        // Measured: 1.5 MB/s, 0.60. Two cores deliver 3 MB/s of plain against level 1's
-        // 2 / 0.62 = 3.2: level 19 is left.
+        // The estimates favour 19; the walk goes to the next level not measured yet.
+        assert_eq!(level(a.decide()), Some(3));
+        // Frames of levels not measured yet: level 3, estimated at 300 MB/s, 7.5 MB, so that
+        // its larger window shows what it gains; level 15, estimated at 18 MB/s, what 4.5 MB/s
+        // compresses in a tenth of a second; level 19, the least, [`EXPLORE_FRAME`].
+        let limit = a.frame_limit(z(3)).unwrap();
+        assert!((7_490_000..=7_510_000).contains(&limit), "{limit}");
+        let limit = a.frame_limit(z(15)).unwrap();
+        assert!((449_000..=451_000).contains(&limit), "{limit}");
+        assert_eq!(a.frame_limit(z(19)), Some(EXPLORE_FRAME));
+        // Level 3 gains nothing over level 1 on letters; the estimates, now scaled from it,
+        // still favour slower levels, and the walk goes on. Once level 6 gains nothing either,
+        // the estimates scaled from it promise less than the margin: the walk stops.
+        letters(&mut a, 3, 300.0 * MB);
+        assert_eq!(level(a.decide()), Some(6));
+        letters(&mut a, 6, 110.0 * MB);
+        assert_eq!(level(a.decide()), Some(6));
+        // A probe measures level 19: 1.5 MB/s, 0.60. Two cores deliver 3 MB/s of plain against
+        // level 6's 2 / 0.62 = 3.2: level 19 is not chosen.
+        let high = z(19);
         a.observe_compress(CompressSample {
             codec: high,
             plain: EXPLORE_FRAME,
             compressed: EXPLORE_FRAME * 6 / 10,
             cpu_s: EXPLORE_FRAME as f64 / (1.5 * MB),
         });
-        assert_ne!(a.decide().codec, Some(high));
+        assert_eq!(level(a.decide()), Some(6));
         // A tenth of a second at 1.5 MB/s is 150 kB.
         let limit = a.frame_limit(high).unwrap();
         assert!((149_000..=150_000).contains(&limit), "{limit}");
@@ -829,6 +938,33 @@ mod tests {
         });
         assert!(a.frame_limit(high).unwrap() >= MIN_FRAME);
         assert_eq!(a.frame_limit(z(2)), None);
+    }
+
+    /// Data that repeats every megabyte: zstd 1's window misses the repetitions, zstd 3's finds
+    /// them. Measured at level 1 only, the estimates favour a high level; the walk measures 3
+    /// on the way, finds a quarter of level 1's bytes, and stays.
+    #[test]
+    fn the_walk_finds_a_level_whose_window_pays() {
+        let z = |l| Codec::zstd(l).unwrap();
+        let mut a = Auto::new(AutoConfig::with_cores(2));
+        a.observe_compress(CompressSample {
+            codec: z(1),
+            plain: 4_000_000,
+            compressed: 2_400_000,
+            cpu_s: 4_000_000.0 / (500.0 * MB),
+        });
+        link(&mut a, 12.5 * MB);
+        assert_eq!(level(a.decide()), Some(3));
+        a.observe_compress(CompressSample {
+            codec: z(3),
+            plain: 4_000_000,
+            compressed: 560_000,
+            cpu_s: 4_000_000.0 / (300.0 * MB),
+        });
+        // Level 3 delivers min(600, 12.5 / 0.14) = 89 MB/s; the estimate of level 6, scaled
+        // from 3, is within the margin of it.
+        let next = level(a.decide());
+        assert!(next == Some(3) || next == Some(6), "{next:?}");
     }
 
     #[test]
