@@ -20,6 +20,7 @@ pub mod legacy_tls;
 mod lock;
 pub(crate) mod lowat;
 pub mod mac;
+pub mod paths;
 pub mod receiver;
 pub(crate) mod secured;
 pub mod sender;

@@ -159,6 +159,7 @@ mod tests {
             scanned,
             // An x-P file: five classified parts per MB between cleartext runs.
             segments: 1 + 10 * bytes.div_ceil(1_000_000),
+            cleartext_wire: 1.0,
         }
     }
 

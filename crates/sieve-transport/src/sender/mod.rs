@@ -479,10 +479,31 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
 
 /// `--mode auto`'s choice for `sources`, sieved as the sieve sends them: this machine's
 /// calibration (cached; measured in a few milliseconds the first time), the suite `cfg` asks
-/// for, the MAC HELLO offers, where the receiver runs, and no path rate (not known before
-/// connecting).
+/// for, the MAC HELLO offers, where the receiver runs, and for a receiver on another host the
+/// rate of the path its last session to it measured ([`crate::paths`]), with what compressing
+/// a sample of the cleartext leaves when that receiver accepts compressed cleartext.
 async fn choose_mode(cfg: &SendConfig, sources: &[Source]) -> Result<DecisionReport> {
     let scanned = matches!(cfg.classify, Classify::Marks(_));
+    let host = decide::host_of(&cfg.to).await;
+    let to = cfg.to.clone();
+    let path = if host.shared {
+        None
+    } else {
+        tokio::task::spawn_blocking(move || crate::paths::recall(&to))
+            .await
+            .ok()
+            .flatten()
+    };
+    let share = match path {
+        Some(p)
+            if p.compresses != Some(false)
+                && cfg.compress != sieve_core::compress::Compression::Off =>
+        {
+            tokio::task::block_in_place(|| cleartext_sample(sources))
+                .map_or(1.0, |s| crate::paths::cleartext_share(&s))
+        }
+        _ => 1.0,
+    };
     let docs: Vec<sieve_core::cost::DocShape> = sources
         .iter()
         .map(|s| sieve_core::cost::DocShape {
@@ -490,9 +511,9 @@ async fn choose_mode(cfg: &SendConfig, sources: &[Source]) -> Result<DecisionRep
             classified: s.stream_len(Kind::Secure),
             scanned,
             segments: s.layout.lens.len() as u64,
+            cleartext_wire: share,
         })
         .collect();
-    let host = decide::host_of(&cfg.to).await;
     let calibration = tokio::task::spawn_blocking(crate::calibrate::Calibration::cached)
         .await
         .context("the machine's calibration for --mode auto failed")?;
@@ -502,8 +523,20 @@ async fn choose_mode(cfg: &SendConfig, sources: &[Source]) -> Result<DecisionRep
         (cipher, HELLO_MAC),
         host,
         &docs,
-        None,
+        path.map(|p| p.rate_gbps),
     ))
+}
+
+/// The first [`crate::paths::SAMPLE_LEN`] bytes of cleartext of the first document that has
+/// any (`None` if none has, or it cannot be read).
+fn cleartext_sample(sources: &[Source]) -> Option<Vec<u8>> {
+    let src = sources.iter().find(|s| s.stream_len(Kind::Plain) > 0)?;
+    let n = src
+        .stream_len(Kind::Plain)
+        .min(crate::paths::SAMPLE_LEN as u64) as usize;
+    let mut buf = vec![0u8; n];
+    src.read(Kind::Plain, 0, &mut buf).ok()?;
+    Some(buf)
 }
 
 /// The cleartext MAC the sender offers in HELLO.
@@ -619,6 +652,10 @@ pub async fn send_prepared(
     report::add_answers(&mut report, acks, &shared.sources)?;
     report.cpu_ms = ms(cpu_time(None).saturating_sub(cpu0));
     report::add_compression(&mut report, cfg, &shared);
+    if !same_host.1 {
+        let (to, r) = (cfg.to.clone(), report.clone());
+        let _ = tokio::task::spawn_blocking(move || crate::paths::remember(&to, &r)).await;
+    }
     Ok(report)
 }
 

@@ -1,0 +1,291 @@
+//! What a sender remembers of the paths to its receivers, for `--mode auto`.
+//!
+//! `--mode auto` chooses before connecting. Over a path slower than the CPU both modes wait for
+//! the wire, and there the sieve alone moves fewer bytes: it may compress its cleartext, which
+//! TLS-only tools cannot do safely. A rate cannot be measured before connecting, so the sender
+//! keeps, per receiver address (`--to` as written), the rate its last session to that receiver
+//! achieved on the wire and whether that receiver accepted compressed cleartext, in
+//! `$XDG_CACHE_HOME/sieve/paths.json` beside the calibration. A first session to a receiver
+//! has no record and is chosen by the CPU alone, as before.
+//!
+//! Only sessions to another host whose transfer lasted long enough to say something are kept:
+//! on one host the "path" is memory, and the CPU decides.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use sieve_core::compress::{Codec, Encoded, Encoder};
+use sieve_core::report::SessionReport;
+
+/// What is kept of one receiver's path.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PathRecord {
+    /// Bytes per nanosecond (GB/s) the last session put on the wire during its transfer.
+    pub rate_gbps: f64,
+    /// The receiver accepted compressed cleartext when it was last offered (`None`: never
+    /// offered yet, as in secure-only sessions).
+    pub compresses: Option<bool>,
+    /// When it was recorded, seconds since the Unix epoch (the oldest records go first).
+    pub seen: u64,
+}
+
+/// Transfers shorter than this say more about start-up than about the path.
+const MIN_TRANSFER_MS: f64 = 100.0;
+/// Nor do transfers of fewer wire bytes.
+const MIN_WIRE_BYTES: u64 = 1 << 20;
+/// Receivers remembered at most.
+const MAX_RECORDS: usize = 256;
+/// Cleartext bytes compressed to estimate what compression saves.
+const SAMPLE_BYTES: usize = 256 << 10;
+
+/// The file: `$XDG_CACHE_HOME/sieve/paths.json`, else `$HOME/.cache/sieve/paths.json`.
+fn file() -> Option<PathBuf> {
+    Some(crate::calibrate::cache_path()?.with_file_name("paths.json"))
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Paths {
+    receivers: BTreeMap<String, PathRecord>,
+}
+
+impl Paths {
+    /// The records at `path`; none if it is missing or unreadable (a cache, never an error).
+    fn read(path: &Path) -> Paths {
+        std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// Written whole to a temporary file and renamed, so that two senders finishing at once
+    /// never leave a torn file (the last one's records win).
+    fn write(&self, path: &Path) -> anyhow::Result<()> {
+        let dir = path
+            .parent()
+            .ok_or_else(|| anyhow::anyhow!("{} has no folder", path.display()))?;
+        std::fs::create_dir_all(dir)?;
+        let tmp = dir.join(format!(".paths.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)?;
+        std::fs::rename(&tmp, path)?;
+        Ok(())
+    }
+}
+
+/// The record of the path to `to`, if a past session left one.
+pub fn recall(to: &str) -> Option<PathRecord> {
+    recall_at(&file()?, to)
+}
+
+fn recall_at(path: &Path, to: &str) -> Option<PathRecord> {
+    Paths::read(path)
+        .receivers
+        .get(to)
+        .copied()
+        .filter(|r| r.rate_gbps.is_finite() && r.rate_gbps > 0.0)
+}
+
+/// Keep what `report`, a finished session to `to` on another host, says of the path. Sessions
+/// too short to measure it, or with a document not delivered, leave the record as it was.
+pub fn remember(to: &str, report: &SessionReport) {
+    if let (Some(path), Some(record)) = (file(), record_of(report)) {
+        if let Err(e) = remember_at(&path, to, record) {
+            tracing::debug!(error = %e, "cannot record the path's rate");
+        }
+    }
+}
+
+fn remember_at(path: &Path, to: &str, mut record: PathRecord) -> anyhow::Result<()> {
+    let mut paths = Paths::read(path);
+    if record.compresses.is_none() {
+        // A session that offered nothing learnt nothing of it: keep what was known.
+        record.compresses = paths.receivers.get(to).and_then(|r| r.compresses);
+    }
+    paths.receivers.insert(to.to_string(), record);
+    while paths.receivers.len() > MAX_RECORDS {
+        let oldest = paths
+            .receivers
+            .iter()
+            .min_by_key(|(_, r)| r.seen)
+            .map(|(k, _)| k.clone());
+        match oldest {
+            Some(k) => paths.receivers.remove(&k),
+            None => break,
+        };
+    }
+    paths.write(path)
+}
+
+/// What a session says of its path: the wire bytes (classified ones, and the cleartext as
+/// compressed) over its transfer time.
+fn record_of(report: &SessionReport) -> Option<PathRecord> {
+    if report.docs_ok != report.docs || report.transfer_ms < MIN_TRANSFER_MS {
+        return None;
+    }
+    let (plain_wire, compresses) = match &report.compression {
+        Some(c) => (
+            report
+                .plain_bytes
+                .saturating_sub(c.plain_before)
+                .saturating_add(c.plain_after),
+            c.offered
+                .contains("plain")
+                .then(|| c.accepted.contains("plain")),
+        ),
+        None => (report.plain_bytes, None),
+    };
+    let wire = report.secure_bytes.saturating_add(plain_wire);
+    if wire < MIN_WIRE_BYTES {
+        return None;
+    }
+    Some(PathRecord {
+        rate_gbps: wire as f64 / (report.transfer_ms * 1e6),
+        compresses,
+        seen: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    })
+}
+
+/// The share of `sample` (cleartext) that zstd level 1 leaves: what the plain channels'
+/// compression is expected to put on the wire (1.0 when it does not shrink). Level 1 is what
+/// `auto` starts at; on a slow path it climbs to levels that leave less, so this errs towards
+/// the raw bytes.
+pub fn cleartext_share(sample: &[u8]) -> f64 {
+    let sample = &sample[..sample.len().min(SAMPLE_BYTES)];
+    if sample.is_empty() {
+        return 1.0;
+    }
+    let Ok(codec) = Codec::zstd(1) else {
+        return 1.0;
+    };
+    let mut out = Vec::new();
+    match Encoder::new().and_then(|mut e| e.compress(sample, codec, &mut out)) {
+        Ok(Encoded::Compressed { len, .. }) => len as f64 / sample.len() as f64,
+        _ => 1.0,
+    }
+}
+
+/// Bytes of cleartext [`cleartext_share`] looks at.
+pub const SAMPLE_LEN: usize = SAMPLE_BYTES;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sieve_core::report::CompressionReport;
+
+    fn session(
+        transfer_ms: f64,
+        secure: u64,
+        plain: u64,
+        compressed: Option<u64>,
+    ) -> SessionReport {
+        SessionReport {
+            docs: 1,
+            docs_ok: 1,
+            secure_bytes: secure,
+            plain_bytes: plain,
+            transfer_ms,
+            compression: compressed.map(|after| CompressionReport {
+                offered: "plain".into(),
+                accepted: "plain".into(),
+                plain_before: plain,
+                plain_after: after,
+                ..CompressionReport::default()
+            }),
+            ..SessionReport::default()
+        }
+    }
+
+    /// The rate is what crossed the wire: classified bytes and the cleartext as compressed.
+    #[test]
+    fn a_session_records_its_wire_rate() {
+        let r = record_of(&session(1000.0, 3_000_000, 27_000_000, Some(9_000_000))).unwrap();
+        assert!((r.rate_gbps - 0.012).abs() < 1e-12, "{r:?}");
+        assert_eq!(r.compresses, Some(true));
+        let raw = record_of(&session(1000.0, 3_000_000, 27_000_000, None)).unwrap();
+        assert!((raw.rate_gbps - 0.030).abs() < 1e-12, "{raw:?}");
+        assert_eq!(raw.compresses, None);
+    }
+
+    /// Short sessions, small ones and failed ones say nothing of the path.
+    #[test]
+    fn short_small_or_failed_sessions_are_not_recorded() {
+        assert!(record_of(&session(50.0, 3_000_000, 27_000_000, None)).is_none());
+        assert!(record_of(&session(500.0, 1000, 1000, None)).is_none());
+        let failed = SessionReport {
+            docs_ok: 0,
+            ..session(1000.0, 3_000_000, 27_000_000, None)
+        };
+        assert!(record_of(&failed).is_none());
+    }
+
+    /// Records are kept per receiver, replaced by the next session, and survive a torn or
+    /// foreign file as "nothing known".
+    #[test]
+    fn records_round_trip_per_receiver() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sieve").join("paths.json");
+        assert_eq!(recall_at(&path, "a:1"), None);
+        let rec = |rate, seen| PathRecord {
+            rate_gbps: rate,
+            compresses: Some(true),
+            seen,
+        };
+        remember_at(&path, "a:1", rec(0.0125, 1)).unwrap();
+        remember_at(&path, "b:2", rec(0.125, 2)).unwrap();
+        assert_eq!(recall_at(&path, "a:1"), Some(rec(0.0125, 1)));
+        remember_at(&path, "a:1", rec(0.01, 3)).unwrap();
+        assert_eq!(recall_at(&path, "a:1"), Some(rec(0.01, 3)));
+        assert_eq!(recall_at(&path, "b:2"), Some(rec(0.125, 2)));
+        // A session that did not offer compression keeps what was known of it.
+        let unknown = PathRecord {
+            compresses: None,
+            ..rec(0.02, 4)
+        };
+        remember_at(&path, "b:2", unknown).unwrap();
+        assert_eq!(recall_at(&path, "b:2"), Some(rec(0.02, 4)));
+        std::fs::write(&path, b"{ not json").unwrap();
+        assert_eq!(recall_at(&path, "a:1"), None);
+    }
+
+    /// Only so many receivers are kept: the one seen longest ago goes.
+    #[test]
+    fn the_oldest_record_goes_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("paths.json");
+        for i in 0..=MAX_RECORDS as u64 {
+            let r = PathRecord {
+                rate_gbps: 0.01,
+                compresses: None,
+                seen: 1000 - i,
+            };
+            remember_at(&path, &format!("host{i}:1"), r).unwrap();
+        }
+        let kept = Paths::read(&path).receivers;
+        assert_eq!(kept.len(), MAX_RECORDS);
+        assert!(!kept.contains_key(&format!("host{MAX_RECORDS}:1")));
+        assert!(kept.contains_key("host0:1"));
+    }
+
+    /// Prose shrinks; random bytes and nothing do not.
+    #[test]
+    fn the_share_is_a_samples_compressed_size() {
+        let prose =
+            b"the sieve compresses only what is public, never a classified byte. ".repeat(500);
+        let share = cleartext_share(&prose);
+        assert!(share < 0.2, "{share}");
+        let mut x = 0x9e3779b97f4a7c15u64;
+        let noise: Vec<u8> = (0..65536)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        assert_eq!(cleartext_share(&noise), 1.0);
+        assert_eq!(cleartext_share(&[]), 1.0);
+    }
+}
