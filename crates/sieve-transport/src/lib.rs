@@ -25,6 +25,7 @@ pub mod receiver;
 pub(crate) mod secured;
 pub mod sender;
 pub(crate) mod sendq;
+mod sockopt;
 pub mod source;
 pub mod store;
 pub mod tls;

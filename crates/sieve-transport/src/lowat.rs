@@ -118,28 +118,11 @@ impl Lowat {
     }
 }
 
+/// The descriptor is [`Lowat::new`]'s: the reader's own socket, which the reader keeps open as
+/// long as it holds this `Lowat`.
 #[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
 fn set_rcvlowat(fd: RawFd, bytes: usize) -> std::io::Result<()> {
-    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    // SAFETY: `setsockopt` reads exactly `size_of::<c_int>()` bytes from the pointer, which
-    // points at `v`, alive for the whole call; it writes nothing. The descriptor is a plain
-    // integer the kernel checks (a closed one fails with EBADF); [`Lowat::new`]'s contract makes
-    // it the reader's own socket, which the reader keeps open as long as it holds this `Lowat`.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    crate::sockopt::set_int(fd, libc::SOL_SOCKET, libc::SO_RCVLOWAT, bytes)
 }
 
 /// Elsewhere `SO_RCVLOWAT` may not wake `poll`-style waiters as Linux does; leave it alone.

@@ -37,8 +37,8 @@ const MIN_TRANSFER_MS: f64 = 100.0;
 const MIN_WIRE_BYTES: u64 = 1 << 20;
 /// Receivers remembered at most.
 const MAX_RECORDS: usize = 256;
-/// Cleartext bytes compressed to estimate what compression saves.
-const SAMPLE_BYTES: usize = 256 << 10;
+/// Cleartext bytes compressed to estimate what compression saves (see [`cleartext_share`]).
+pub const SAMPLE_LEN: usize = 256 << 10;
 
 /// The file: `$XDG_CACHE_HOME/sieve/paths.json`, else `$HOME/.cache/sieve/paths.json`.
 fn file() -> Option<PathBuf> {
@@ -153,7 +153,7 @@ fn record_of(report: &SessionReport) -> Option<PathRecord> {
 /// `auto` starts at; on a slow path it climbs to levels that leave less, so this errs towards
 /// the raw bytes.
 pub fn cleartext_share(sample: &[u8]) -> f64 {
-    let sample = &sample[..sample.len().min(SAMPLE_BYTES)];
+    let sample = &sample[..sample.len().min(SAMPLE_LEN)];
     if sample.is_empty() {
         return 1.0;
     }
@@ -166,9 +166,6 @@ pub fn cleartext_share(sample: &[u8]) -> f64 {
         _ => 1.0,
     }
 }
-
-/// Bytes of cleartext [`cleartext_share`] looks at.
-pub const SAMPLE_LEN: usize = SAMPLE_BYTES;
 
 #[cfg(test)]
 mod tests {

@@ -206,28 +206,16 @@ fn tcp_info(_fd: BorrowedFd<'_>) -> Option<TcpInfo> {
     None
 }
 
+/// Bytes of unsent data above which `fd` stops taking writes (see [`SendQueues::limit_unsent`]).
 #[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
 fn set_notsent_lowat(fd: BorrowedFd<'_>, bytes: u32) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
-    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    // SAFETY: `setsockopt` reads exactly `size_of::<c_int>()` bytes from the pointer, which
-    // points at `v`, alive for the whole call; it writes nothing. The descriptor is borrowed, so
-    // it stays open across the call; a descriptor that is not a TCP socket fails with an error.
-    let r = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_NOTSENT_LOWAT,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    crate::sockopt::set_int(
+        fd.as_raw_fd(),
+        libc::IPPROTO_TCP,
+        libc::TCP_NOTSENT_LOWAT,
+        bytes as usize,
+    )
 }
 
 #[cfg(not(target_os = "linux"))]
