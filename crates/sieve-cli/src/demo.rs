@@ -147,6 +147,7 @@ pub async fn run(args: &Args) -> Result<()> {
         legacy: None,
         compress: sieve_core::compress::Compression::Auto,
         compress_classified: false,
+        path_memory: None,
     };
     let mut results: [Vec<SessionReport>; 2] = [Vec::new(), Vec::new()];
     for round in 0..args.rounds {

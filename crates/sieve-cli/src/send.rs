@@ -59,7 +59,10 @@ pub struct Args {
     /// Number of TLS channels (1-16).
     #[arg(long, short = 'n', default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=i64::from(MAX_SECURE_CHANNELS)))]
     pub secure_channels: u8,
-    /// Number of plain TCP channels (1-16; ignored in secure-only mode).
+    /// Number of plain TCP channels (1-16; ignored in secure-only mode). They connect to the
+    /// plain port the receiver names in SESSION, over TLS; a receiver on another host's plain
+    /// port is also remembered (~/.cache/sieve/paths.json), so the next session connects them
+    /// during the TLS handshake and sends nothing on them until SESSION confirms the address.
     #[arg(long, short = 'm', default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=i64::from(MAX_PLAIN_CHANNELS)))]
     pub plain_channels: u8,
     /// How one document is divided among channels of a kind: dynamic (free channels take the
@@ -258,6 +261,7 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         legacy: legacy(args)?,
         compress: args.compress,
         compress_classified: args.compress_classified,
+        path_memory: sieve_transport::paths::default_file(),
     })
 }
 

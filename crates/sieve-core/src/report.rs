@@ -50,8 +50,13 @@ pub struct SessionReport {
     pub connect_first_tls_ms: f64,
     /// Of which the extra TLS channels (resumed sessions).
     pub connect_extra_tls_ms: f64,
-    /// Of which the plain channels and their JOIN.
+    /// Of which the plain channels: connecting (unless opened during the handshake) and
+    /// sending their JOIN, whose answer is read while they send.
     pub connect_plain_ms: f64,
+    /// Plain channels whose TCP connection opened while channel 0's TLS handshake ran, to the
+    /// address a past session to this receiver gave (SESSION confirmed it).
+    #[serde(default)]
+    pub connect_plain_early: usize,
     /// Extra TLS channels that resumed a session instead of a full handshake.
     pub tls_resumed: usize,
     /// The thesis's response time: sieve, split and transfer until the last acknowledgement.

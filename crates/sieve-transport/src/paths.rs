@@ -1,4 +1,4 @@
-//! What a sender remembers of the paths to its receivers, for `--mode auto`.
+//! What a sender remembers of the paths to its receivers.
 //!
 //! `--mode auto` chooses before connecting. Over a path slower than the CPU both modes wait for
 //! the wire, and there the sieve alone moves fewer bytes: it may compress its cleartext, which
@@ -8,10 +8,17 @@
 //! `$XDG_CACHE_HOME/sieve/paths.json` beside the calibration. A first session to a receiver
 //! has no record and is chosen by the CPU alone, as before.
 //!
-//! Only sessions to another host whose transfer lasted long enough to say something are kept:
-//! on one host the "path" is memory, and the CPU decides.
+//! It also keeps where each receiver's plain port was, so that the next session opens its
+//! plain connections while channel 0's TLS handshake runs instead of after SESSION: a round
+//! trip less (see `sender/connect.rs`). SESSION still says where the plain port is; a
+//! remembered address that differs is dropped unused.
+//!
+//! Only sessions to another host are kept, and for the rate only those whose transfer lasted
+//! long enough to say something: on one host the "path" is memory, the CPU decides, and a
+//! connection costs microseconds.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -40,14 +47,25 @@ const MAX_RECORDS: usize = 256;
 /// Cleartext bytes compressed to estimate what compression saves (see [`cleartext_share`]).
 pub const SAMPLE_LEN: usize = 256 << 10;
 
-/// The file: `$XDG_CACHE_HOME/sieve/paths.json`, else `$HOME/.cache/sieve/paths.json`.
-fn file() -> Option<PathBuf> {
+/// Where a receiver's plain port was when its last session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+struct PlainRecord {
+    addr: SocketAddr,
+    /// When it was recorded or last changed, seconds since the Unix epoch.
+    seen: u64,
+}
+
+/// The default file: `$XDG_CACHE_HOME/sieve/paths.json`, else `$HOME/.cache/sieve/paths.json`.
+pub fn default_file() -> Option<PathBuf> {
     Some(crate::calibrate::cache_path()?.with_file_name("paths.json"))
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Paths {
     receivers: BTreeMap<String, PathRecord>,
+    /// Each receiver's plain address (files written before it was kept have none).
+    #[serde(default)]
+    plain: BTreeMap<String, PlainRecord>,
 }
 
 impl Paths {
@@ -73,48 +91,86 @@ impl Paths {
     }
 }
 
-/// The record of the path to `to`, if a past session left one.
-pub fn recall(to: &str) -> Option<PathRecord> {
-    recall_at(&file()?, to)
-}
-
-fn recall_at(path: &Path, to: &str) -> Option<PathRecord> {
-    Paths::read(path)
+/// The record of the path to `to` in `file`, if a past session left one.
+pub fn recall(file: &Path, to: &str) -> Option<PathRecord> {
+    Paths::read(file)
         .receivers
         .get(to)
         .copied()
         .filter(|r| r.rate_gbps.is_finite() && r.rate_gbps > 0.0)
 }
 
-/// Keep what `report`, a finished session to `to` on another host, says of the path. Sessions
-/// too short to measure it, or with a document not delivered, leave the record as it was.
-pub fn remember(to: &str, report: &SessionReport) {
-    if let (Some(path), Some(record)) = (file(), record_of(report)) {
-        if let Err(e) = remember_at(&path, to, record) {
-            tracing::debug!(error = %e, "cannot record the path's rate");
-        }
+/// Where the plain port of the receiver at `to` was at the end of its last session.
+pub fn recall_plain(file: &Path, to: &str) -> Option<SocketAddr> {
+    Paths::read(file).plain.get(to).map(|p| p.addr)
+}
+
+/// Keep in `file` what `report`, a finished session to `to` on another host whose plain
+/// channels connected to `plain`, says of the path. Sessions too short to measure it, or with a
+/// document not delivered, leave the rate as it was; the file is written only if something
+/// changed.
+pub fn remember(file: &Path, to: &str, report: &SessionReport, plain: Option<SocketAddr>) {
+    let plain = plain.filter(|_| report.docs_ok == report.docs);
+    let record = record_of(report);
+    if record.is_none() && plain.is_none() {
+        return;
+    }
+    if let Err(e) = remember_at(file, to, record, plain) {
+        tracing::debug!(error = %e, "cannot record the path");
     }
 }
 
-fn remember_at(path: &Path, to: &str, mut record: PathRecord) -> anyhow::Result<()> {
+fn remember_at(
+    path: &Path,
+    to: &str,
+    record: Option<PathRecord>,
+    plain: Option<SocketAddr>,
+) -> anyhow::Result<()> {
     let mut paths = Paths::read(path);
-    if record.compresses.is_none() {
-        // A session that offered nothing learnt nothing of it: keep what was known.
-        record.compresses = paths.receivers.get(to).and_then(|r| r.compresses);
+    let mut changed = false;
+    if let Some(mut record) = record {
+        if record.compresses.is_none() {
+            // A session that offered nothing learnt nothing of it: keep what was known.
+            record.compresses = paths.receivers.get(to).and_then(|r| r.compresses);
+        }
+        paths.receivers.insert(to.to_string(), record);
+        evict_oldest(&mut paths.receivers, |r| r.seen);
+        changed = true;
     }
-    paths.receivers.insert(to.to_string(), record);
-    while paths.receivers.len() > MAX_RECORDS {
-        let oldest = paths
-            .receivers
+    if let Some(addr) = plain {
+        if paths.plain.get(to).map(|p| p.addr) != Some(addr) {
+            let seen = now();
+            paths
+                .plain
+                .insert(to.to_string(), PlainRecord { addr, seen });
+            evict_oldest(&mut paths.plain, |p| p.seen);
+            changed = true;
+        }
+    }
+    if changed {
+        paths.write(path)?;
+    }
+    Ok(())
+}
+
+/// Keep at most [`MAX_RECORDS`] of `records`: the ones seen longest ago go.
+fn evict_oldest<R>(records: &mut BTreeMap<String, R>, seen: impl Fn(&R) -> u64) {
+    while records.len() > MAX_RECORDS {
+        let oldest = records
             .iter()
-            .min_by_key(|(_, r)| r.seen)
+            .min_by_key(|(_, r)| seen(r))
             .map(|(k, _)| k.clone());
         match oldest {
-            Some(k) => paths.receivers.remove(&k),
+            Some(k) => records.remove(&k),
             None => break,
         };
     }
-    paths.write(path)
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// What a session says of its path: the wire bytes (classified ones, and the cleartext as
@@ -142,9 +198,7 @@ fn record_of(report: &SessionReport) -> Option<PathRecord> {
     Some(PathRecord {
         rate_gbps: wire as f64 / (report.transfer_ms * 1e6),
         compresses,
-        seen: SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
+        seen: now(),
     })
 }
 
@@ -224,27 +278,27 @@ mod tests {
     fn records_round_trip_per_receiver() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sieve").join("paths.json");
-        assert_eq!(recall_at(&path, "a:1"), None);
+        assert_eq!(recall(&path, "a:1"), None);
         let rec = |rate, seen| PathRecord {
             rate_gbps: rate,
             compresses: Some(true),
             seen,
         };
-        remember_at(&path, "a:1", rec(0.0125, 1)).unwrap();
-        remember_at(&path, "b:2", rec(0.125, 2)).unwrap();
-        assert_eq!(recall_at(&path, "a:1"), Some(rec(0.0125, 1)));
-        remember_at(&path, "a:1", rec(0.01, 3)).unwrap();
-        assert_eq!(recall_at(&path, "a:1"), Some(rec(0.01, 3)));
-        assert_eq!(recall_at(&path, "b:2"), Some(rec(0.125, 2)));
+        remember_at(&path, "a:1", Some(rec(0.0125, 1)), None).unwrap();
+        remember_at(&path, "b:2", Some(rec(0.125, 2)), None).unwrap();
+        assert_eq!(recall(&path, "a:1"), Some(rec(0.0125, 1)));
+        remember_at(&path, "a:1", Some(rec(0.01, 3)), None).unwrap();
+        assert_eq!(recall(&path, "a:1"), Some(rec(0.01, 3)));
+        assert_eq!(recall(&path, "b:2"), Some(rec(0.125, 2)));
         // A session that did not offer compression keeps what was known of it.
         let unknown = PathRecord {
             compresses: None,
             ..rec(0.02, 4)
         };
-        remember_at(&path, "b:2", unknown).unwrap();
-        assert_eq!(recall_at(&path, "b:2"), Some(rec(0.02, 4)));
+        remember_at(&path, "b:2", Some(unknown), None).unwrap();
+        assert_eq!(recall(&path, "b:2"), Some(rec(0.02, 4)));
         std::fs::write(&path, b"{ not json").unwrap();
-        assert_eq!(recall_at(&path, "a:1"), None);
+        assert_eq!(recall(&path, "a:1"), None);
     }
 
     /// Only so many receivers are kept: the one seen longest ago goes.
@@ -258,12 +312,53 @@ mod tests {
                 compresses: None,
                 seen: 1000 - i,
             };
-            remember_at(&path, &format!("host{i}:1"), r).unwrap();
+            remember_at(&path, &format!("host{i}:1"), Some(r), None).unwrap();
         }
         let kept = Paths::read(&path).receivers;
         assert_eq!(kept.len(), MAX_RECORDS);
         assert!(!kept.contains_key(&format!("host{MAX_RECORDS}:1")));
         assert!(kept.contains_key("host0:1"));
+    }
+
+    /// A receiver's plain address is kept beside its rate, also from sessions too short to
+    /// measure the path; the file is not rewritten when nothing changed.
+    #[test]
+    fn the_plain_address_is_remembered_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("paths.json");
+        let a: SocketAddr = "10.0.0.2:7080".parse().unwrap();
+        let b: SocketAddr = "10.0.0.2:7081".parse().unwrap();
+        let short = session(5.0, 1000, 1000, None);
+        remember(&path, "r:7443", &short, Some(a));
+        assert_eq!(recall_plain(&path, "r:7443"), Some(a));
+        assert_eq!(recall(&path, "r:7443"), None, "too short for a rate");
+        assert_eq!(recall_plain(&path, "other:7443"), None);
+        let written = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        remember(&path, "r:7443", &short, Some(a));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().modified().unwrap(),
+            written,
+            "nothing changed: the file must not be rewritten"
+        );
+        remember(
+            &path,
+            "r:7443",
+            &session(1000.0, 3_000_000, 27_000_000, None),
+            Some(b),
+        );
+        assert_eq!(recall_plain(&path, "r:7443"), Some(b));
+        assert!(recall(&path, "r:7443").is_some());
+        // A failed session does not move it.
+        let failed = SessionReport {
+            docs_ok: 0,
+            ..short.clone()
+        };
+        remember(&path, "r:7443", &failed, Some(a));
+        assert_eq!(recall_plain(&path, "r:7443"), Some(b));
+        // A file from before plain addresses were kept still reads.
+        std::fs::write(&path, br#"{"receivers":{}}"#).unwrap();
+        assert_eq!(recall_plain(&path, "r:7443"), None);
     }
 
     /// Prose shrinks; random bytes and nothing do not.

@@ -1,7 +1,8 @@
 //! The end of phase 4: the receiver's answers (one ACK per document, sent once the document is
 //! durably stored) arrive on channel 0 while the channels are still sending. The session is
 //! delivered when every document is answered; it fails, saying what was delivered, when a
-//! channel fails, the receiver ends the session, or nothing moves for the idle timeout.
+//! channel fails, a plain channel's JOIN is refused, the receiver ends the session, or nothing
+//! moves for the idle timeout.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -15,6 +16,7 @@ use crate::explain;
 use crate::sendq::SendQueues;
 
 use super::channel::Shared;
+use super::connect::{check_plain_join, PlainJoin};
 use super::{Progress, SendConfig, Undelivered};
 
 /// Bytes per second the sockets' queues must drain, averaged over the idle timeout, to count as
@@ -22,12 +24,18 @@ use super::{Progress, SendConfig, Undelivered};
 /// `--idle-timeout`.
 pub const DRAIN_FLOOR: u64 = 32 << 10;
 
+/// How long a failed channel's error waits for a JOIN answer that may explain it: a receiver
+/// that refuses a JOIN answers and closes at once, so the refusal is on its way when writing fails.
+const REFUSAL_GRACE: Duration = Duration::from_millis(200);
+
 /// Wait for an answer to every document of `shared` while `tasks` (the channels) send, then for
-/// the channels to finish.
+/// the channels to finish. The plain channels' JOIN answers (`plain_joins`) arrive meanwhile;
+/// a refusal fails the session.
 pub(super) async fn await_answers(
     cfg: &SendConfig,
     shared: &Shared,
     mut tasks: JoinSet<Result<()>>,
+    plain_joins: &mut JoinSet<PlainJoin>,
     reader0: &mut FrameReader,
     queues: &SendQueues,
     progress: &Progress,
@@ -62,6 +70,10 @@ pub(super) async fn await_answers(
                 Some(Ok(Err(e))) => {
                     tasks.abort_all();
                     tracing::debug!("a channel failed: {e:#}");
+                    // A refused JOIN closes its channel: say why rather than "reset by peer".
+                    if let Some(refused) = refusal(shared, plain_joins).await {
+                        return Err(refused.context(undelivered("a plain channel was not accepted".into())));
+                    }
                     let what = format!("sending failed: {}", explain::connection_lost(&e, "the receiver"));
                     return Err(anyhow!(undelivered(what)));
                 }
@@ -70,6 +82,17 @@ pub(super) async fn await_answers(
                     return Err(anyhow!("{e}").context(undelivered("a channel task failed".into())));
                 }
             },
+            j = plain_joins.join_next(), if !plain_joins.is_empty() => {
+                let checked = match j {
+                    Some(Ok(join)) => check_plain_join(&mut *shared.sm()?, join),
+                    Some(Err(e)) => Err(anyhow!("a plain channel's JOIN task failed: {e}")),
+                    None => Ok(()),
+                };
+                if let Err(e) = checked {
+                    tasks.abort_all();
+                    return Err(e.context(undelivered("a plain channel was not accepted".into())));
+                }
+            }
             _ = ticker.tick() => {
                 let now = (progress.sent(), acked);
                 let queued = queues.pending();
@@ -130,4 +153,21 @@ pub(super) async fn await_answers(
             .map_err(|e| e.context(undelivered("a channel failed after the last answer".into())))?;
     }
     Ok(shared.sm()?.answers().to_vec())
+}
+
+/// The first refused (or unanswered) JOIN among the answers that arrive within
+/// [`REFUSAL_GRACE`], if any.
+async fn refusal(shared: &Shared, plain_joins: &mut JoinSet<PlainJoin>) -> Option<anyhow::Error> {
+    let deadline = tokio::time::Instant::now() + REFUSAL_GRACE;
+    while let Ok(Some(j)) = tokio::time::timeout_at(deadline, plain_joins.join_next()).await {
+        let checked = match (j, shared.sm()) {
+            (Ok(join), Ok(mut sm)) => check_plain_join(&mut sm, join),
+            (Err(e), _) => Err(anyhow!("a plain channel's JOIN task failed: {e}")),
+            (_, Err(e)) => Err(e),
+        };
+        if let Err(e) = checked {
+            return Some(e);
+        }
+    }
+    None
 }

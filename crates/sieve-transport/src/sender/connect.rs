@@ -1,6 +1,13 @@
 //! Phase 2 of a send, *connect*: channel 0 (TLS handshake), HELLO and SESSION, then the extra
 //! TLS channels (resuming channel 0's TLS session) and the plain channels, each joining the
 //! session with its token. Timed per kind of connection for the thesis's connection time.
+//!
+//! A plain channel does not wait for its JOIN's answer: its cleartext follows the JOIN at once,
+//! and the answer is read while it sends ([`Connected::plain_joins`]). Waiting cost a round trip
+//! that secure-only does not pay (50 ms of every session on a 50 ms path), and it protected
+//! nothing: the plain address came over TLS in SESSION, the bytes are public, and a receiver
+//! that refuses the JOIN drops them unread and fails the session, which the answer then
+//! explains.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -37,6 +44,9 @@ pub(super) struct Connected {
     /// Writers of the secure channels; channel 0's slot is `None` (it shares `writer0`).
     pub secure_writers: Vec<Option<FrameWriter>>,
     pub plain_writers: Vec<Option<FrameWriter>>,
+    /// The plain channels' JOIN answers, still on their way: each must be JOIN_OK
+    /// ([`check_plain_join`]); the transfer reads them while the channels send.
+    pub plain_joins: JoinSet<PlainJoin>,
     /// Extra TLS channels that resumed channel 0's TLS session.
     pub resumed: usize,
     /// The sockets of every channel, whose queues count as progress while they drain.
@@ -51,6 +61,49 @@ pub(super) struct Connected {
     pub first_tls: Duration,
     pub extra_tls: Duration,
     pub plain: Duration,
+    /// Where the plain channels connected (`None` without plain channels).
+    pub plain_addr: Option<SocketAddr>,
+    /// Plain channels whose connection opened during channel 0's handshake.
+    pub plain_early: usize,
+}
+
+/// An early plain connection older than this is not used: a receiver drops a connection that
+/// has not sent its JOIN within 2 s (its default `--join-timeout`), and the JOIN of an older one
+/// might come too late.
+const EARLY_MAX_AGE: Duration = Duration::from_secs(1);
+
+/// A plain connection opened while channel 0's handshake runs, and when it was established.
+type Early = tokio::task::JoinHandle<std::io::Result<(TcpStream, Instant)>>;
+
+/// Open a connection to `guess`, a receiver's plain address remembered from a past session,
+/// for each of `n_plain` channels, without waiting.
+fn connect_early(guess: Option<SocketAddr>, n_plain: u8) -> Vec<Option<Early>> {
+    let Some(addr) = guess else {
+        return Vec::new();
+    };
+    (0..n_plain)
+        .map(|_| {
+            Some(tokio::spawn(async move {
+                let tcp = TcpStream::connect(addr).await?;
+                Ok((tcp, Instant::now()))
+            }))
+        })
+        .collect()
+}
+
+/// The early connection `early`, if it opened, is young enough and the receiver has not closed
+/// it (nothing may be read on it before the JOIN's answer: a readable end or error means it is
+/// gone).
+async fn take_early(early: Early) -> Option<TcpStream> {
+    let (tcp, at) = early.await.ok()?.ok()?;
+    if at.elapsed() > EARLY_MAX_AGE {
+        return None;
+    }
+    let mut probe = [0u8; 1];
+    match tcp.try_read(&mut probe) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(tcp),
+        _ => None,
+    }
 }
 
 /// Open channel 0, say the session's HELLO, and join its other channels.
@@ -66,6 +119,15 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
         Arc::new(SendQueues::default()),
     ];
     let secure_q = kind_queues[Kind::Secure.index()].clone();
+    let (n_secure, n_plain) = (sm.channels(Kind::Secure), sm.channels(Kind::Plain));
+    // The plain channels need the receiver's plain address, which SESSION gives. A past
+    // session to this receiver gave it too: connecting to it now, while channel 0's handshake
+    // runs, saves a round trip. No JOIN goes until SESSION confirms the address.
+    let guess = match (&cfg.path_memory, n_plain) {
+        (Some(file), 1..) => crate::paths::recall_plain(file, &cfg.to),
+        _ => None,
+    };
+    let mut early = connect_early(guess, n_plain);
     let (tls0, mut same_host) = tls_connect(cfg, &connector, &name, (&queues, &secure_q)).await?;
     let first_tls = t_connect.elapsed();
     let cipher = tls0.cipher;
@@ -73,7 +135,6 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
     let limits = Limits::default();
     let mut reader0 = FrameReader::new(tls0.read, limits);
     let mut writer0 = FrameWriter::new(tls0.write);
-    let (n_secure, n_plain) = (sm.channels(Kind::Secure), sm.channels(Kind::Plain));
     let hello = *sm.hello();
     writer0.send(|o| hello.encode(o)).await?;
     writer0.flush().await?;
@@ -126,6 +187,13 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
 
     let t_plain = Instant::now();
     let plain_addr = resolve_plain(&session.plain_addr, &cfg.to)?;
+    if guess != Some(plain_addr) {
+        // The receiver's plain port moved (or none was remembered): the early connections
+        // lead elsewhere.
+        for e in early.drain(..).flatten() {
+            e.abort();
+        }
+    }
     let advertised = session.plain_addr.clone();
     let mut plains = JoinSet::new();
     let (idle, sendfile) = (cfg.idle_timeout, cfg.sendfile);
@@ -134,24 +202,17 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
         let plain_q = kind_queues[Kind::Plain.index()].clone();
         let advertised = advertised.clone();
         let j = sm.join(channel(Kind::Plain, i), key.token(Kind::Plain, i))?;
+        let early = early.get_mut(usize::from(i)).and_then(Option::take);
         plains.spawn(async move {
-            let tcp = TcpStream::connect(plain_addr).await.map_err(|e| {
-                let why = match e.kind() {
-                    std::io::ErrorKind::ConnectionRefused => {
-                        "nothing listens there: the receiver's --plain-listen must be an address \
-                         senders can reach, and a firewall must let them through"
-                            .to_string()
-                    }
-                    std::io::ErrorKind::TimedOut => {
-                        "no answer: is a firewall dropping the receiver's plain port?".to_string()
-                    }
-                    _ => e.to_string(),
-                };
-                anyhow!(
-                    "cannot open a plain channel to {plain_addr} (the receiver advertised \
-                     {advertised}): {why}"
-                )
-            })?;
+            let early = match early {
+                Some(e) => take_early(e).await,
+                None => None,
+            };
+            let opened_early = early.is_some();
+            let tcp = match early {
+                Some(tcp) => tcp,
+                None => connect_plain(plain_addr, &advertised).await?,
+            };
             let _ = tcp.set_nodelay(true);
             queues.watch(&tcp);
             plain_q.watch(&tcp);
@@ -162,10 +223,9 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
             } else {
                 FrameWriter::new(Box::new(w))
             };
-            let what = format!("the plain channel to {plain_addr}");
-            let (w, answer) =
-                join(FrameReader::new(Box::new(r), limits), w, j, &what, idle).await?;
-            anyhow::Ok((i, w, answer, local))
+            let w = send_join(w, j).await?;
+            let r = FrameReader::new(Box::new(r), limits);
+            anyhow::Ok((i, w, r, local, opened_early))
         });
     }
     // The extra secure channels and the plain ones set up at the same time: each waits on its
@@ -180,19 +240,26 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
     }
     let extra_tls = t_extra.elapsed();
     let mut plain_writers: Vec<Option<FrameWriter>> = (0..n_plain).map(|_| None).collect();
+    let mut plain_joins = JoinSet::new();
+    let mut plain_early = 0;
     while let Some(r) = plains.join_next().await {
-        let (i, w, answer, local) = r??;
-        let what = format!("the plain channel to {plain_addr}");
-        joined(sm, channel(Kind::Plain, i), answer, &what)?;
+        let (i, w, r, local, opened_early) = r??;
+        plain_early += usize::from(opened_early);
         plain_writers[i as usize] = Some(w);
         if i == 0 {
             same_host = local;
         }
+        let what = format!("the plain channel to {plain_addr}");
+        plain_joins.spawn(async move {
+            let answer = join_answer(r, &what, idle).await;
+            PlainJoin {
+                channel: channel(Kind::Plain, i),
+                what,
+                answer,
+            }
+        });
     }
     let plain_time = t_plain.elapsed();
-    if !sm.all_joined() {
-        bail!("internal error: a channel of the session did not join");
-    }
     Ok(Connected {
         reader0,
         writer0,
@@ -201,6 +268,7 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
         cipher,
         secure_writers,
         plain_writers,
+        plain_joins,
         resumed,
         queues,
         kind_queues,
@@ -208,6 +276,8 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
         first_tls,
         extra_tls,
         plain: plain_time,
+        plain_addr: (n_plain > 0).then_some(plain_addr),
+        plain_early,
     })
 }
 
@@ -263,6 +333,27 @@ async fn tls_connect(
         })
 }
 
+/// A plain channel's connection to `addr` (what the receiver `advertised` in SESSION,
+/// resolved), with an error that says what to check.
+async fn connect_plain(addr: SocketAddr, advertised: &str) -> Result<TcpStream> {
+    TcpStream::connect(addr).await.map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => {
+                "nothing listens there: the receiver's --plain-listen must be an address \
+                 senders can reach, and a firewall must let them through"
+                    .to_string()
+            }
+            std::io::ErrorKind::TimedOut => {
+                "no answer: is a firewall dropping the receiver's plain port?".to_string()
+            }
+            _ => e.to_string(),
+        };
+        anyhow!(
+            "cannot open a plain channel to {addr} (the receiver advertised {advertised}): {why}"
+        )
+    })
+}
+
 /// Whether `tcp` leads to this host: a loopback peer, or a peer at the address the connection
 /// comes from.
 fn is_same_host(tcp: &TcpStream) -> bool {
@@ -274,15 +365,26 @@ fn is_same_host(tcp: &TcpStream) -> bool {
 
 /// Send `join` and read the receiver's answer ([`joined`] says whether it is accepted).
 async fn join(
-    mut r: FrameReader,
-    mut w: FrameWriter,
+    r: FrameReader,
+    w: FrameWriter,
     join: Join,
     what: &str,
     limit: Duration,
 ) -> Result<(FrameWriter, Message)> {
+    let w = send_join(w, join).await?;
+    Ok((w, join_answer(r, what, limit).await?))
+}
+
+/// Send `join` on a new channel.
+async fn send_join(mut w: FrameWriter, join: Join) -> Result<FrameWriter> {
     w.send(|o| join.encode(o)).await?;
     w.flush().await?;
-    let answer = tokio::time::timeout(limit, r.message())
+    Ok(w)
+}
+
+/// The receiver's answer to a channel's JOIN, read within `limit`.
+async fn join_answer(mut r: FrameReader, what: &str, limit: Duration) -> Result<Message> {
+    tokio::time::timeout(limit, r.message())
         .await
         .map_err(|_| anyhow!("{what} was not accepted within {limit:?}"))?
         .map_err(|e| {
@@ -291,8 +393,21 @@ async fn join(
                  listen on that port)",
                 explain::connection_lost(&e, "the peer")
             )
-        })?;
-    Ok((w, answer))
+        })
+}
+
+/// A plain channel's JOIN answer, read while the channel sends.
+pub(super) struct PlainJoin {
+    channel: Channel,
+    /// The channel, for errors ("the plain channel to 10.0.0.2:7080").
+    what: String,
+    answer: Result<Message>,
+}
+
+/// Tell the session a plain channel's JOIN answer: an error unless it is JOIN_OK.
+pub(super) fn check_plain_join(sm: &mut SenderSession, join: PlainJoin) -> Result<()> {
+    let answer = join.answer?;
+    joined(sm, join.channel, answer, &join.what)
 }
 
 /// The receiver's answer to `channel`'s JOIN, told to the session: `what` names the channel in

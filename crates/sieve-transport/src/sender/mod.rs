@@ -121,6 +121,10 @@ pub struct SendConfig {
     /// (`--compress-classified`; off by default: the compressed length of a segment tells an
     /// observer how well it compresses).
     pub compress_classified: bool,
+    /// Where this sender remembers its receivers' paths ([`crate::paths`]; the CLI uses
+    /// [`crate::paths::default_file`]): the rate `--mode auto` weighs, and the plain address
+    /// the next session connects to during its handshake. `None` remembers nothing.
+    pub path_memory: Option<PathBuf>,
 }
 
 // The receiver keeps the buffer of every frame an automatic chunk makes.
@@ -485,14 +489,15 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
 async fn choose_mode(cfg: &SendConfig, sources: &[Source]) -> Result<DecisionReport> {
     let scanned = matches!(cfg.classify, Classify::Marks(_));
     let host = decide::host_of(&cfg.to).await;
-    let to = cfg.to.clone();
-    let path = if host.shared {
-        None
-    } else {
-        tokio::task::spawn_blocking(move || crate::paths::recall(&to))
-            .await
-            .ok()
-            .flatten()
+    let path = match (&cfg.path_memory, host.shared) {
+        (Some(file), false) => {
+            let (file, to) = (file.clone(), cfg.to.clone());
+            tokio::task::spawn_blocking(move || crate::paths::recall(&file, &to))
+                .await
+                .ok()
+                .flatten()
+        }
+        _ => None,
     };
     let share = match path {
         Some(p)
@@ -591,6 +596,7 @@ pub async fn send_prepared(
         l.watch_sockets(connected.queues.clone());
     }
     let same_host = (sm.channels(Kind::Plain), connected.same_host);
+    let plain_addr = connected.plain_addr;
     let kind_queues = connected.kind_queues.clone();
     let compressor = compressor(
         cfg,
@@ -621,6 +627,7 @@ pub async fn send_prepared(
         connect_first_tls_ms: ms(connected.first_tls),
         connect_extra_tls_ms: ms(connected.extra_tls),
         connect_plain_ms: ms(connected.plain),
+        connect_plain_early: connected.plain_early,
         tls_resumed: connected.resumed,
         sieve_ms: ms(sieve_time),
         processing_ms: ms(processing_time),
@@ -652,9 +659,11 @@ pub async fn send_prepared(
     report::add_answers(&mut report, acks, &shared.sources)?;
     report.cpu_ms = ms(cpu_time(None).saturating_sub(cpu0));
     report::add_compression(&mut report, cfg, &shared);
-    if !same_host.1 {
-        let (to, r) = (cfg.to.clone(), report.clone());
-        let _ = tokio::task::spawn_blocking(move || crate::paths::remember(&to, &r)).await;
+    if let (Some(file), false) = (&cfg.path_memory, same_host.1) {
+        let (file, to, r) = (file.clone(), cfg.to.clone(), report.clone());
+        let _ =
+            tokio::task::spawn_blocking(move || crate::paths::remember(&file, &to, &r, plain_addr))
+                .await;
     }
     Ok(report)
 }

@@ -57,6 +57,7 @@ impl Transfer {
             mac,
             secure_writers,
             plain_writers,
+            mut plain_joins,
             queues,
             ..
         } = connected;
@@ -102,7 +103,16 @@ impl Transfer {
         }
 
         // Acknowledgements arrive on channel 0 while the channels send.
-        let acks = await_answers(cfg, &shared, tasks, &mut reader0, &queues, &progress).await?;
+        let acks = await_answers(
+            cfg,
+            &shared,
+            tasks,
+            &mut plain_joins,
+            &mut reader0,
+            &queues,
+            &progress,
+        )
+        .await?;
         if let Some(l) = &shared.leases {
             // A changed file's writer waits until the sockets delivered what they held; the
             // session must not end (closing them) before.

@@ -214,6 +214,7 @@ impl TestReceiver {
             legacy: None,
             compress: sieve_core::compress::Compression::Auto,
             compress_classified: false,
+            path_memory: None,
         }
     }
 

@@ -1,0 +1,180 @@
+//! How a session's plain channels connect: their cleartext follows the JOIN without waiting for
+//! its answer, so a refused JOIN must still fail the session and say why; and a receiver's plain
+//! address remembered from a past session is connected to during channel 0's handshake, used
+//! only if SESSION confirms it.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::*;
+use sieve_core::message::Mode;
+use sieve_core::report::SessionReport;
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpListener;
+
+/// A listener that is not the receiver: it accepts, counts the connections and the bytes they
+/// send, and closes each after `keep` bytes (never, with `u64::MAX`).
+struct Stranger {
+    addr: SocketAddr,
+    connections: Arc<AtomicU64>,
+    bytes: Arc<AtomicU64>,
+}
+
+impl Stranger {
+    async fn start(keep: u64) -> Stranger {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (connections, bytes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (c, b) = (connections.clone(), bytes.clone());
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                c.fetch_add(1, Ordering::Relaxed);
+                let b = b.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 4096];
+                    let mut seen = 0u64;
+                    while seen < keep {
+                        match tcp.read(&mut buf).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => {
+                                seen += n as u64;
+                                b.fetch_add(n as u64, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        Stranger {
+            addr,
+            connections,
+            bytes,
+        }
+    }
+}
+
+/// A path memory that says the receiver at `to` had its plain port at `plain`.
+fn remembered(dir: &std::path::Path, to: &str, plain: SocketAddr) -> std::path::PathBuf {
+    let file = dir.join("paths.json");
+    let ok = SessionReport {
+        docs: 1,
+        docs_ok: 1,
+        ..SessionReport::default()
+    };
+    sieve_transport::paths::remember(&file, to, &ok, Some(plain));
+    assert_eq!(
+        sieve_transport::paths::recall_plain(&file, to),
+        Some(plain),
+        "the path memory was not written"
+    );
+    file
+}
+
+/// The plain channel is sent to another program, which reads the JOIN (and whatever follows
+/// it) and closes: the session fails, naming the plain channel and what to check, and nothing
+/// is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_channel_nobody_accepts_fails_the_session_clearly() {
+    let stranger = Stranger::start(200).await;
+    let rx = TestReceiver::start_with(tempfile::tempdir().unwrap(), |c| {
+        c.plain_advertise = Some(stranger.addr.to_string());
+    })
+    .await;
+    let src = tempfile::tempdir().unwrap();
+    let doc = marked_doc(7, 2 << 20, 40).1;
+    let path = write(src.path(), "refused.txt", &doc);
+    let e = send(&rx.simple(Mode::Sieve), &[path])
+        .await
+        .expect_err("a session whose plain channel nobody accepted must fail");
+    let msg = format!("{e:#}");
+    assert!(
+        msg.contains("plain channel") && msg.contains("not accepted"),
+        "the error must say which channel was not accepted: {msg}"
+    );
+    assert!(msg.contains("another program"), "{msg}");
+    assert_eq!(stranger.connections.load(Ordering::Relaxed), 1);
+    rx.sessions_settle().await;
+    assert!(rx.out_names().is_empty(), "{:?}", rx.out_names());
+}
+
+/// Sent without waiting for JOIN_OK, the cleartext still arrives whole, over several plain
+/// channels, and the report says no channel connected early (nothing was remembered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cleartext_sent_behind_the_join_arrives_whole() {
+    let rx = TestReceiver::start().await;
+    let src = tempfile::tempdir().unwrap();
+    let doc = marked_doc(11, 3 << 20, 60).1;
+    for m in [1, 3] {
+        let name = format!("behind-{m}.txt");
+        let path = write(src.path(), &name, &doc);
+        let mut cfg = rx.simple(Mode::Sieve);
+        cfg.plain_channels = m;
+        let r = rx.send_ok(&cfg, &[path]).await;
+        assert_eq!(r.connect_plain_early, 0);
+        rx.assert_received(&name, &doc);
+    }
+}
+
+/// A remembered plain address that SESSION confirms: every plain channel uses the connection
+/// opened during the handshake, and the document arrives whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_channels_open_during_the_handshake_to_a_remembered_address() {
+    let rx = TestReceiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = rx.simple(Mode::Sieve);
+    cfg.plain_channels = 2;
+    cfg.path_memory = Some(remembered(dir.path(), &cfg.to, rx.plain));
+    let doc = marked_doc(13, 2 << 20, 30).1;
+    let path = write(dir.path(), "early.txt", &doc);
+    let r = rx.send_ok(&cfg, &[path]).await;
+    assert_eq!(r.connect_plain_early, 2, "{r:?}");
+    rx.assert_received("early.txt", &doc);
+    // On one host nothing is recorded, so the memory still says what it said.
+    assert_eq!(
+        sieve_transport::paths::recall_plain(cfg.path_memory.as_ref().unwrap(), &cfg.to),
+        Some(rx.plain)
+    );
+}
+
+/// A remembered address that is no longer the receiver's plain port: the connections opened
+/// to it carry nothing (no JOIN, no cleartext), and the session connects where SESSION says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_remembered_address_gets_no_byte() {
+    let stranger = Stranger::start(u64::MAX).await;
+    let rx = TestReceiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = rx.simple(Mode::Sieve);
+    cfg.path_memory = Some(remembered(dir.path(), &cfg.to, stranger.addr));
+    let doc = marked_doc(17, 1 << 20, 20).1;
+    let path = write(dir.path(), "stale.txt", &doc);
+    let r = rx.send_ok(&cfg, &[path]).await;
+    assert_eq!(r.connect_plain_early, 0, "{r:?}");
+    rx.assert_received("stale.txt", &doc);
+    assert_eq!(
+        stranger.bytes.load(Ordering::Relaxed),
+        0,
+        "a byte went to an address SESSION did not confirm"
+    );
+}
+
+/// A remembered address where nothing listens any more: the session is not delayed into a
+/// failure; it connects where SESSION says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remembered_address_where_nothing_listens_is_harmless() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let rx = TestReceiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = rx.simple(Mode::Sieve);
+    cfg.path_memory = Some(remembered(dir.path(), &cfg.to, closed));
+    let doc = marked_doc(19, 1 << 20, 20).1;
+    let path = write(dir.path(), "closed.txt", &doc);
+    let r = rx.send_ok(&cfg, &[path]).await;
+    assert_eq!(r.connect_plain_early, 0);
+    rx.assert_received("closed.txt", &doc);
+}
