@@ -55,6 +55,16 @@ impl SendQueues {
             .unwrap_or_default()
     }
 
+    /// The least round trip any watched socket has seen (`tcpi_min_rtt`, else its smoothed
+    /// round trip), if one could be read: right after connecting, the handshake's.
+    pub fn min_rtt(&self) -> Option<std::time::Duration> {
+        let all = self.0.lock().ok()?;
+        all.iter()
+            .filter_map(|fd| tcp_info(fd.as_fd())?.min_rtt_us)
+            .min()
+            .map(|us| std::time::Duration::from_micros(u64::from(us)))
+    }
+
     /// Let each watched socket take new bytes only while fewer than `bytes` of what it holds
     /// are not sent yet (`TCP_NOTSENT_LOWAT`); bytes in flight are not limited.
     ///
@@ -153,6 +163,9 @@ struct TcpInfo {
     /// Bytes are in flight and the smoothed round trip exceeds the least one seen
     /// (`tcpi_min_rtt`, Linux 4.6 and later) by a quarter of it and at least a millisecond.
     queueing: bool,
+    /// The least round trip seen, in microseconds (`tcpi_min_rtt`, else `tcpi_rtt`; `None`
+    /// before any was measured).
+    min_rtt_us: Option<u32>,
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -186,8 +199,14 @@ fn tcp_info(fd: BorrowedFd<'_>) -> Option<TcpInfo> {
         && info.tcpi_unacked > 0
         && min_rtt > 0
         && rtt > min_rtt.saturating_add((min_rtt / 4).max(1000));
+    let least = if has_min_rtt && min_rtt > 0 {
+        min_rtt
+    } else {
+        rtt
+    };
     (r == 0 && len as usize >= needed).then_some(TcpInfo {
         queueing,
+        min_rtt_us: (least > 0).then_some(least),
         bytes_acked: info.tcpi_bytes_acked,
         unsent: if has_unsent {
             u64::from(info.tcpi_notsent_bytes)
@@ -294,7 +313,11 @@ mod tests {
         let mut tx = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let _rx = listener.accept().unwrap();
         let q = SendQueues::default();
+        assert_eq!(q.min_rtt(), None, "no socket watched");
         q.watch(&tx);
+        // The handshake measured the loopback round trip: well under a millisecond.
+        let rtt = q.min_rtt().expect("the handshake's round trip");
+        assert!(rtt < std::time::Duration::from_millis(100), "{rtt:?}");
         let d = q.counts();
         assert!(!d.growing && d.unsent == 0, "idle: {d:?}");
         tx.set_nonblocking(true).unwrap();

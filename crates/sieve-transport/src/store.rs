@@ -287,7 +287,7 @@ impl Store {
         let fd = rustix::fs::openat(
             &*self.temp_dir,
             temp,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(DEFAULT_FILE_MODE),
         )
         .map_err(|e| io("create", &self.temp_root().join(temp), e))?;
@@ -422,6 +422,13 @@ impl PartFile {
         self.file
             .write_all_at(bytes, offset)
             .with_context(|| format!("cannot write the temporary file of {}", self.name))
+    }
+
+    /// Read `buf.len()` bytes at `offset` (written before; see [`PartFile::write_at`]).
+    pub(crate) fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.file
+            .read_exact_at(buf, offset)
+            .with_context(|| format!("cannot read back the temporary file of {}", self.name))
     }
 
     /// fsync the file's data and size. [`PartFile::commit`] does it too; called first, it does

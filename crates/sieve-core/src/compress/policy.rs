@@ -85,6 +85,14 @@ impl Policy {
         }
     }
 
+    /// The path's round trip in seconds, measured by the transport when it connected; `auto`
+    /// sizes its first frames by it ([`Auto::observe_rtt`]).
+    pub fn observe_rtt(&mut self, rtt_s: f64) {
+        if let Policy::Auto(a) = self {
+            a.observe_rtt(rtt_s);
+        }
+    }
+
     /// The receiver's decompression speed (from its SESSION): `mbps` plain MB/s per core, on
     /// `cores` cores. ACCENT floats its receiver scale with it for every compressing scheme;
     /// `auto` caps every level's rate by it.

@@ -257,6 +257,9 @@ impl Compressor {
             Policy::new(choice, cores, phase1)
         };
         policy.observe_receiver(receiver.0, receiver.1);
+        if let Some(rtt) = queues.min_rtt() {
+            policy.observe_rtt(rtt.as_secs_f64());
+        }
         if policy.may_compress() && accepted.allows(link_kind) {
             queues.limit_unsent(UNSENT_LIMIT);
         }
