@@ -174,6 +174,7 @@ pub(crate) fn improvement(
         match r.mode {
             Mode::SecureOnly => e.0 = e.0.or(Some(metric(r))),
             Mode::Sieve => e.1 = e.1.or(Some(metric(r))),
+            Mode::Auto => {}
         }
     }
     Estimate::improvement(by_round.into_values().filter_map(|(a, b)| a.zip(b)))

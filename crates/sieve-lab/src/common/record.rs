@@ -11,21 +11,24 @@ use sieve_core::report::SessionReport;
 
 use crate::run::SendOptions;
 
-/// The two systems the thesis compares.
+/// The two systems the thesis compares, and the sender's default, which chooses one of them per
+/// session (`--mode auto`; the AUTO experiment measures it against both).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Mode {
     #[serde(rename = "secure-only")]
     SecureOnly,
     #[serde(rename = "sieve")]
     Sieve,
+    #[serde(rename = "auto")]
+    Auto,
 }
 
 impl Mode {
     pub(crate) fn of(options: &SendOptions) -> Mode {
-        if options.mode == "secure-only" {
-            Mode::SecureOnly
-        } else {
-            Mode::Sieve
+        match options.mode {
+            "secure-only" => Mode::SecureOnly,
+            "auto" => Mode::Auto,
+            _ => Mode::Sieve,
         }
     }
 }
@@ -69,6 +72,14 @@ pub(crate) struct Record {
     /// default, `--compress auto`); empty in data written before the column existed.
     #[serde(default)]
     pub(crate) plain_wire_bytes: Option<u64>,
+    /// With `--mode auto`: the mode it chose for the session ("sieve" or "secure-only"), and
+    /// what its cost model predicted for each; empty for the fixed modes and in older data.
+    #[serde(default)]
+    pub(crate) auto_chose: Option<String>,
+    #[serde(default)]
+    pub(crate) predicted_sieve_ms: Option<f64>,
+    #[serde(default)]
+    pub(crate) predicted_secure_only_ms: Option<f64>,
 }
 
 /// Where a record was measured: the point's labels.
@@ -116,6 +127,9 @@ impl Record {
                     .as_ref()
                     .map_or(s.plain_bytes, |c| c.plain_after),
             ),
+            auto_chose: s.decision.as_ref().map(|d| d.chosen.name().to_string()),
+            predicted_sieve_ms: s.decision.as_ref().map(|d| d.predicted_ms.sieve),
+            predicted_secure_only_ms: s.decision.as_ref().map(|d| d.predicted_ms.secure_only),
         }
     }
 

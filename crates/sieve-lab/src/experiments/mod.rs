@@ -2,6 +2,7 @@
 //! one file per experiment or figure group, each with its prose template beside it
 //! (`<name>.md`). This file only lists them; what they share is in [`crate::common`].
 
+mod auto;
 mod batches;
 mod capacity;
 mod channels;
@@ -189,6 +190,11 @@ pub(crate) fn all() -> Vec<Experiment> {
             "COMPRESS",
             "Compression of the cleartext: auto, ACCENT, fixed levels, off against the link rate",
             compress::run
+        ),
+        single!(
+            "AUTO",
+            "--mode auto, the default, against the faster fixed mode: 1 MB to 1 GiB, loopback, no AES instructions, 100 Mbit/s",
+            auto::run
         ),
     ]
 }
