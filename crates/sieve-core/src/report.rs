@@ -46,8 +46,14 @@ pub struct SessionReport {
     pub marks_bytes: u64,
     /// Connecting, every channel (the thesis's total time less its response time).
     pub connect_ms: f64,
-    /// Of which the first TLS handshake.
+    /// Of which the first TLS handshake: what the send still waited for it once its documents
+    /// were prepared.
     pub connect_first_tls_ms: f64,
+    /// Connecting channel 0 while the documents were prepared (begun before them, the two
+    /// overlap): in neither `connect_ms` nor `response_ms`'s other phases, so that `total_ms`
+    /// stays the time from the first byte read to the last acknowledgement.
+    #[serde(default)]
+    pub connect_ahead_ms: f64,
     /// Of which the extra TLS channels (resumed sessions).
     pub connect_extra_tls_ms: f64,
     /// Of which the plain channels: connecting (unless opened during the handshake) and

@@ -9,13 +9,14 @@
 //! has no record and is chosen by the CPU alone, as before.
 //!
 //! It also keeps where each receiver's plain port was, so that the next session opens its
-//! plain connections while channel 0's TLS handshake runs instead of after SESSION: a round
-//! trip less (see `sender/connect.rs`). SESSION still says where the plain port is; a
-//! remembered address that differs is dropped unused.
+//! plain connections while channel 0's TLS handshake runs (or while its documents are
+//! prepared) instead of after SESSION: a round trip less (see `sender/dial.rs`). SESSION still
+//! says where the plain port is; a remembered address that differs is dropped unused.
 //!
-//! Only sessions to another host are kept, and for the rate only those whose transfer lasted
-//! long enough to say something: on one host the "path" is memory, the CPU decides, and a
-//! connection costs microseconds.
+//! Rates are kept only of sessions to another host, and only of those whose transfer lasted
+//! long enough to say something: on one host the "path" is memory and the CPU decides. Plain
+//! addresses are kept of every receiver, on this host too, where a connection's set-up is a
+//! good part of a small document's time.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -117,6 +118,17 @@ pub fn remember(file: &Path, to: &str, report: &SessionReport, plain: Option<Soc
     }
     if let Err(e) = remember_at(file, to, record, plain) {
         tracing::debug!(error = %e, "cannot record the path");
+    }
+}
+
+/// Keep in `file` where the plain port of the receiver at `to` on this host was (`plain`),
+/// after `report`'s session, if every document was delivered; never a rate.
+pub fn remember_plain(file: &Path, to: &str, report: &SessionReport, plain: Option<SocketAddr>) {
+    let Some(plain) = plain.filter(|_| report.docs_ok == report.docs) else {
+        return;
+    };
+    if let Err(e) = remember_at(file, to, None, Some(plain)) {
+        tracing::debug!(error = %e, "cannot record the plain address");
     }
 }
 

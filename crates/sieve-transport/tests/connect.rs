@@ -178,3 +178,57 @@ async fn a_remembered_address_where_nothing_listens_is_harmless() {
     assert_eq!(r.connect_plain_early, 0);
     rx.assert_received("closed.txt", &doc);
 }
+
+/// A receiver on this host: its plain address is remembered after a session (never a rate:
+/// between two ends on one host the "path" is memory), and the next session opens its plain
+/// channel early to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_on_this_host_has_its_plain_address_remembered_but_no_rate() {
+    let rx = TestReceiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let memory = dir.path().join("paths.json");
+    let mut cfg = rx.simple(Mode::Sieve);
+    cfg.path_memory = Some(memory.clone());
+    let doc = marked_doc(23, 4 << 20, 20).1;
+    let first = write(dir.path(), "first.txt", &doc);
+    let r = rx.send_ok(&cfg, &[first]).await;
+    assert_eq!(r.connect_plain_early, 0, "nothing was remembered yet");
+    assert_eq!(
+        sieve_transport::paths::recall_plain(&memory, &cfg.to),
+        Some(rx.plain)
+    );
+    assert_eq!(sieve_transport::paths::recall(&memory, &cfg.to), None);
+    let second = write(dir.path(), "second.txt", &doc);
+    let r = rx.send_ok(&cfg, &[second]).await;
+    assert_eq!(r.connect_plain_early, 1, "{r:?}");
+    rx.assert_received("second.txt", &doc);
+}
+
+/// Channel 0 is opened while a small document is prepared, and the report says how much of
+/// its connecting ran meanwhile; a file that turns out badly marked fails the send with nothing
+/// sent on the connection opened for it, and the receiver goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_0_is_dialled_while_the_documents_are_prepared() {
+    let rx = TestReceiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = rx.simple(Mode::Sieve);
+    let doc = marked_doc(29, 1 << 20, 10).1;
+    let good = write(dir.path(), "good.txt", &doc);
+    let r = rx.send_ok(&cfg, std::slice::from_ref(&good)).await;
+    assert!(r.connect_ahead_ms > 0.0, "{r:?}");
+    assert!(
+        (r.total_ms - (r.connect_ms + r.response_ms)).abs() < 1e-6,
+        "{r:?}"
+    );
+    rx.assert_received("good.txt", &doc);
+
+    let bad = write(dir.path(), "bad.txt", b"name,<$S>open but never closed\n");
+    let e = send(&cfg, &[bad]).await.unwrap_err();
+    assert!(format!("{e:#}").contains("not correctly marked"), "{e:#}");
+    rx.sessions_settle().await;
+    assert!(!rx.out_names().contains(&"bad.txt".to_string()));
+
+    let again = write(dir.path(), "again.txt", &doc);
+    rx.send_ok(&cfg, &[again]).await;
+    rx.assert_received("again.txt", &doc);
+}

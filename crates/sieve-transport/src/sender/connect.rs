@@ -1,6 +1,7 @@
-//! Phase 2 of a send, *connect*: channel 0 (TLS handshake), HELLO and SESSION, then the extra
-//! TLS channels (resuming channel 0's TLS session) and the plain channels, each joining the
-//! session with its token. Timed per kind of connection for the thesis's connection time.
+//! Phase 2 of a send, *connect*: channel 0 (TLS handshake, usually begun while the documents
+//! were prepared: see [`Dial`]), HELLO and SESSION, then the extra TLS channels (resuming
+//! channel 0's TLS session) and the plain channels, each joining the session with its token.
+//! Timed per kind of connection for the thesis's connection time.
 //!
 //! A plain channel does not wait for its JOIN's answer: its cleartext follows the JOIN at once,
 //! and the answer is read while it sends ([`Connected::plain_joins`]). Waiting cost a round trip
@@ -14,22 +15,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use rustls::pki_types::ServerName;
 use sieve_core::frame::Limits;
 use sieve_core::message::{self, Join, Message};
 use sieve_core::sender::{Channel, JoinRefused, SenderSession};
 use sieve_core::Kind;
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
-use tokio_rustls::TlsConnector;
 
 use crate::conn::{FrameReader, FrameWriter};
 use crate::explain;
 use crate::mac::PlainMac;
 use crate::sendq::SendQueues;
-use crate::tls::Secured;
 use crate::token::JoinKey;
 
+use super::dial::{is_same_host, take_early, tls_connect, Dial};
 use super::{SendConfig, Sendfile};
 
 /// A session whose every channel has joined.
@@ -58,7 +57,10 @@ pub(super) struct Connected {
     /// to a loopback address or to the address they connect from): the "link" is memory, and
     /// both ends share the CPU.
     pub same_host: bool,
+    /// What the send waited for channel 0 once the documents were prepared.
     pub first_tls: Duration,
+    /// What of channel 0's connection ran while they were prepared ([`Dial`]).
+    pub ahead: Duration,
     pub extra_tls: Duration,
     pub plain: Duration,
     /// Where the plain channels connected (`None` without plain channels).
@@ -67,69 +69,41 @@ pub(super) struct Connected {
     pub plain_early: usize,
 }
 
-/// An early plain connection older than this is not used: a receiver drops a connection that
-/// has not sent its JOIN within 2 s (its default `--join-timeout`), and the JOIN of an older one
-/// might come too late.
-const EARLY_MAX_AGE: Duration = Duration::from_secs(1);
-
-/// A plain connection opened while channel 0's handshake runs, and when it was established.
-type Early = tokio::task::JoinHandle<std::io::Result<(TcpStream, Instant)>>;
-
-/// Open a connection to `guess`, a receiver's plain address remembered from a past session,
-/// for each of `n_plain` channels, without waiting.
-fn connect_early(guess: Option<SocketAddr>, n_plain: u8) -> Vec<Option<Early>> {
-    let Some(addr) = guess else {
-        return Vec::new();
-    };
-    (0..n_plain)
-        .map(|_| {
-            Some(tokio::spawn(async move {
-                let tcp = TcpStream::connect(addr).await?;
-                Ok((tcp, Instant::now()))
-            }))
-        })
-        .collect()
-}
-
-/// The early connection `early`, if it opened, is young enough and the receiver has not closed
-/// it (nothing may be read on it before the JOIN's answer: a readable end or error means it is
-/// gone).
-async fn take_early(early: Early) -> Option<TcpStream> {
-    let (tcp, at) = early.await.ok()?.ok()?;
-    if at.elapsed() > EARLY_MAX_AGE {
-        return None;
-    }
-    let mut probe = [0u8; 1];
-    match tcp.try_read(&mut probe) {
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(tcp),
-        _ => None,
-    }
-}
-
-/// Open channel 0, say the session's HELLO, and join its other channels.
-pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<Connected> {
+/// Open channel 0 (or take it from `ahead`, opened while the documents were prepared), say the
+/// session's HELLO, and join its other channels.
+pub(super) async fn connect(
+    cfg: &SendConfig,
+    sm: &mut SenderSession,
+    ahead: Option<Dial>,
+) -> Result<Connected> {
     let t_connect = Instant::now();
-    let host = cfg.server_name.clone().unwrap_or_else(|| host_of(&cfg.to));
-    let name = ServerName::try_from(host.clone())
-        .map_err(|_| anyhow!("'{host}' is not a valid server name"))?;
-    let connector = TlsConnector::from(cfg.tls.clone());
-    let queues = Arc::new(SendQueues::default());
-    let kind_queues = [
-        Arc::new(SendQueues::default()),
-        Arc::new(SendQueues::default()),
-    ];
-    let secure_q = kind_queues[Kind::Secure.index()].clone();
     let (n_secure, n_plain) = (sm.channels(Kind::Secure), sm.channels(Kind::Plain));
-    // The plain channels need the receiver's plain address, which SESSION gives. A past
-    // session to this receiver gave it too: connecting to it now, while channel 0's handshake
-    // runs, saves a round trip. No JOIN goes until SESSION confirms the address.
-    let guess = match (&cfg.path_memory, n_plain) {
-        (Some(file), 1..) => crate::paths::recall_plain(file, &cfg.to),
-        _ => None,
+    let taken = match ahead {
+        Some(mut d) => d.channel0(false).await?.map(|o| (d, o)),
+        None => None,
     };
-    let mut early = connect_early(guess, n_plain);
-    let (tls0, mut same_host) = tls_connect(cfg, &connector, &name, (&queues, &secure_q)).await?;
+    let (mut dial, tls0) = match taken {
+        Some(t) => t,
+        None => {
+            let mut d = Dial::start(cfg, n_plain)?;
+            let o = d
+                .channel0(true)
+                .await?
+                .ok_or_else(|| anyhow!("channel 0 was not opened"))?;
+            (d, o)
+        }
+    };
     let first_tls = t_connect.elapsed();
+    // What of channel 0's connection ran while the documents were prepared.
+    let ahead = tls0
+        .done
+        .min(t_connect)
+        .saturating_duration_since(dial.started);
+    let (connector, name) = (dial.connector.clone(), dial.name.clone());
+    let (queues, kind_queues) = (dial.queues.clone(), dial.kind_queues.clone());
+    let secure_q = kind_queues[Kind::Secure.index()].clone();
+    let mut same_host = tls0.same_host;
+    let tls0 = tls0.tls;
     let cipher = tls0.cipher;
     let exported = tls0.exporter;
     let limits = Limits::default();
@@ -187,12 +161,10 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
 
     let t_plain = Instant::now();
     let plain_addr = resolve_plain(&session.plain_addr, &cfg.to)?;
-    if guess != Some(plain_addr) {
-        // The receiver's plain port moved (or none was remembered): the early connections
-        // lead elsewhere.
-        for e in early.drain(..).flatten() {
-            e.abort();
-        }
+    if n_plain == 0 || dial.guess != Some(plain_addr) {
+        // No plain channel after all (auto chose secure-only), or the receiver's plain port
+        // moved (or none was remembered): the early connections are not needed.
+        dial.drop_early();
     }
     let advertised = session.plain_addr.clone();
     let mut plains = JoinSet::new();
@@ -202,7 +174,7 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
         let plain_q = kind_queues[Kind::Plain.index()].clone();
         let advertised = advertised.clone();
         let j = sm.join(channel(Kind::Plain, i), key.token(Kind::Plain, i))?;
-        let early = early.get_mut(usize::from(i)).and_then(Option::take);
+        let early = dial.early.get_mut(usize::from(i)).and_then(Option::take);
         plains.spawn(async move {
             let early = match early {
                 Some(e) => take_early(e).await,
@@ -274,63 +246,12 @@ pub(super) async fn connect(cfg: &SendConfig, sm: &mut SenderSession) -> Result<
         kind_queues,
         same_host,
         first_tls,
+        ahead,
         extra_tls,
         plain: plain_time,
         plain_addr: (n_plain > 0).then_some(plain_addr),
         plain_early,
     })
-}
-
-async fn tls_connect(
-    cfg: &SendConfig,
-    connector: &TlsConnector,
-    name: &ServerName<'static>,
-    (queues, secure): (&SendQueues, &SendQueues),
-) -> Result<(Secured, bool)> {
-    let tcp = TcpStream::connect(&cfg.to).await.with_context(|| {
-        format!(
-            "cannot connect to the receiver at {} (is `sieve serve` running there?)",
-            cfg.to
-        )
-    })?;
-    let _ = tcp.set_nodelay(true);
-    queues.watch(&tcp);
-    secure.watch(&tcp);
-    let same_host = is_same_host(&tcp);
-    let handshake = async {
-        match &cfg.legacy {
-            None => Secured::from_client(
-                connector
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(anyhow::Error::from)?,
-            ),
-            #[cfg(feature = "insecure-thesis-suites")]
-            Some(l) => l.connect(tcp, &name.to_str()).await,
-            #[cfg(not(feature = "insecure-thesis-suites"))]
-            Some(never) => match *never {},
-        }
-    };
-    let secured = tokio::time::timeout(cfg.idle_timeout, handshake)
-        .await
-        .map_err(|_| {
-            anyhow!(
-                "TLS handshake with {} did not finish within {:?}",
-                cfg.to,
-                cfg.idle_timeout
-            )
-        })?;
-    secured
-        .map(|s| (s, same_host))
-        .map_err(|e| match explain::tls_failure(&e) {
-            Some(why) => anyhow!("TLS handshake with {} failed: {why}", cfg.to),
-            None => anyhow!(
-                "TLS handshake with {} failed: {}. Check that --ca is the CA that signed the \
-             receiver's certificate and that the certificate is valid for the host name you used",
-                cfg.to,
-                explain::without_urls(&format!("{e:#}"))
-            ),
-        })
 }
 
 /// A plain channel's connection to `addr` (what the receiver `advertised` in SESSION,
@@ -356,13 +277,6 @@ async fn connect_plain(addr: SocketAddr, advertised: &str) -> Result<TcpStream> 
 
 /// Whether `tcp` leads to this host: a loopback peer, or a peer at the address the connection
 /// comes from.
-fn is_same_host(tcp: &TcpStream) -> bool {
-    match (tcp.peer_addr(), tcp.local_addr()) {
-        (Ok(p), Ok(l)) => p.ip().is_loopback() || p.ip() == l.ip(),
-        _ => false,
-    }
-}
-
 /// Send `join` and read the receiver's answer ([`joined`] says whether it is accepted).
 async fn join(
     r: FrameReader,
@@ -421,13 +335,6 @@ fn joined(sm: &mut SenderSession, channel: Channel, answer: Message, what: &str)
 
 fn channel(kind: Kind, index: u8) -> Channel {
     Channel { kind, index }
-}
-
-fn host_of(addr: &str) -> String {
-    match addr.rsplit_once(':') {
-        Some((h, _)) => h.trim_start_matches('[').trim_end_matches(']').to_string(),
-        None => addr.to_string(),
-    }
 }
 
 /// The port `sieve serve` listens on for TLS unless told otherwise.

@@ -1,5 +1,5 @@
 //! `--mode auto`: the sender chooses sieve or secure-only for a session, once its documents are
-//! sieved (their sizes and proportions P of classified bytes known) and before it connects.
+//! sieved (their sizes and proportions P of classified bytes known) and before it says HELLO.
 //!
 //! The choice is the cost model's ([`sieve_core::cost`]), fed with this machine's measured
 //! speeds ([`Calibration`]), the documents' shapes, where the receiver runs and the path's rate

@@ -3,8 +3,9 @@
 //! Order of work, and what the thesis's metrics (§5.1.1) measure:
 //! 0. *inputs* ([`inputs`]): files and folders become documents with the names the receiver will
 //!    store them under, checked and unique before anything is opened;
-//! 1. *sieve* ([`prepare`]): every document is prepared (marks found) before the network is
-//!    touched, so a badly marked file fails with nothing sent; from here on each file is watched
+//! 1. *sieve* ([`prepare`]): every document is prepared (marks found) before anything is sent,
+//!    so a badly marked file fails with nothing sent (channel 0's connection is opened
+//!    meanwhile, and dropped unused then: see `dial`); from here on each file is watched
 //!    for changes (`crate::change`), and one that changes before its last byte is sent is
 //!    cancelled instead of vouched for;
 //! 2. *connect*: channel 0 (TLS handshake), HELLO/SESSION, then the extra TLS channels (resumed
@@ -15,7 +16,9 @@
 //!    cleartext digest per document, until every document is acknowledged.
 //!
 //! Response time = sieve + split + transfer until the last acknowledgement (which includes the
-//! receiver's combine, integrate and commit); total time = connect + response.
+//! receiver's combine, integrate and commit); total time = connect + response, where connect is
+//! what the send still waited for its connections once the documents were prepared: the time
+//! from the first byte read to the last acknowledgement.
 //!
 //! What the protocol decides in phases 2 to 4 (what HELLO asks, whether SESSION is acceptable,
 //! what each JOIN says, the plan, which piece each channel sends next and when the window lets
@@ -49,6 +52,7 @@ mod channel;
 mod compress;
 mod connect;
 pub mod decide;
+mod dial;
 pub mod inputs;
 mod report;
 mod transfer;
@@ -63,6 +67,7 @@ pub use inputs::{Expanded, Input};
 
 use connect::connect;
 pub use connect::{with_default_port, DEFAULT_PORT};
+use dial::Dial;
 
 // What the session's protocol decides (frame sizes, the window of unacknowledged documents) is
 // the core's; these are re-exported for the command line and the tests.
@@ -282,7 +287,7 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Documents sieved and ready to send: phase 1 of [`send`], done before the network is touched.
+/// Documents sieved and ready to send: phase 1 of [`send`], done before anything is sent.
 pub struct Prepared {
     sources: Vec<Source>,
     /// Documents left out (`--skip-invalid`), each with why.
@@ -292,6 +297,8 @@ pub struct Prepared {
     mode: Mode,
     /// Why, when `auto` chose.
     decision: Option<DecisionReport>,
+    /// Channel 0, opened while the documents were prepared.
+    dial: Option<Dial>,
     /// Keeps the files' read leases answered while they are sent.
     _leases: Option<Leases>,
 }
@@ -360,6 +367,9 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             );
         }
     }
+    // Connecting begins while the documents are prepared; nothing is said on the connections
+    // until they are ready, and they are dropped unused if one of them cannot be sent.
+    let dial = dial_ahead(cfg, &inputs);
     let t_sieve = Instant::now();
     let classify = if secure_only {
         match &cfg.classify {
@@ -373,7 +383,7 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     let mmap = cfg.mmap;
     // Answering lease breaks needs the runtime; the handler must exist before the first lease.
     let leases = Leases::start();
-    let (results, leases) = tokio::task::spawn_blocking(move || {
+    let sieving = tokio::task::spawn_blocking(move || {
         let results: Vec<(Input, Result<Source>)> = inputs
             .into_iter()
             .map(|i| {
@@ -382,8 +392,16 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             })
             .collect();
         (results, leases)
-    })
-    .await?;
+    });
+    // What auto needs besides the documents is gathered meanwhile.
+    let auto = async {
+        match cfg.mode {
+            SendMode::Auto => Some(auto_context(cfg).await),
+            SendMode::Fixed(_) => None,
+        }
+    };
+    let (sieved, auto) = tokio::join!(sieving, auto);
+    let (results, leases) = sieved?;
     // Every file is checked before anything is sent, and every bad one is named at once.
     let n_inputs = results.len();
     let mut sources = Vec::with_capacity(n_inputs);
@@ -431,7 +449,6 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             s.set_all_secure();
         }
     }
-    let sieve_time = t_sieve.elapsed();
     // Checked on the documents as sieved, before `auto` chooses: whether such a file is refused
     // must not depend on this machine's speeds.
     let bare: Vec<&str> = sources
@@ -458,10 +475,14 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             if bare.len() == 1 { " has" } else { "s have" },
         );
     }
-    let (mode, decision) = match cfg.mode {
-        SendMode::Fixed(m) => (m, None),
-        SendMode::Auto => {
-            let d = choose_mode(cfg, &sources).await?;
+    let (mode, decision) = match (cfg.mode, auto) {
+        (SendMode::Fixed(m), _) => (m, None),
+        (SendMode::Auto, auto) => {
+            let context = match auto {
+                Some(c) => c,
+                None => auto_context(cfg).await,
+            };
+            let d = choose_mode(cfg, &sources, context)?;
             if d.chosen == Mode::SecureOnly {
                 for s in &mut sources {
                     s.make_secure_only();
@@ -470,24 +491,32 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             (d.chosen, Some(d))
         }
     };
+    // `auto`'s choice (the calibration, where the receiver runs, a sample of the cleartext)
+    // is part of preparing the documents, and counts in the response time like the sieve.
+    let sieve_time = t_sieve.elapsed();
     let prepared = Prepared {
         sources,
         skipped,
         sieve_time,
         mode,
         decision,
+        dial,
         _leases: leases,
     };
     Ok(prepared)
 }
 
-/// `--mode auto`'s choice for `sources`, sieved as the sieve sends them: this machine's
-/// calibration (cached; measured in a few milliseconds the first time), the suite `cfg` asks
-/// for, the MAC HELLO offers, where the receiver runs, and for a receiver on another host the
-/// rate of the path its last session to it measured ([`crate::paths`]), with what compressing
-/// a sample of the cleartext leaves when that receiver accepts compressed cleartext.
-async fn choose_mode(cfg: &SendConfig, sources: &[Source]) -> Result<DecisionReport> {
-    let scanned = matches!(cfg.classify, Classify::Marks(_));
+/// What `--mode auto` needs besides the documents: this machine's calibration (cached; measured
+/// in a few milliseconds the first time), where the receiver runs, and for a receiver on another
+/// host the rate of the path its last session to it measured ([`crate::paths`]). Gathered while
+/// the documents are sieved.
+struct AutoContext {
+    host: sieve_core::cost::Host,
+    path: Option<crate::paths::PathRecord>,
+    calibration: Result<crate::calibrate::Calibration>,
+}
+
+async fn auto_context(cfg: &SendConfig) -> AutoContext {
     let host = decide::host_of(&cfg.to).await;
     let path = match (&cfg.path_memory, host.shared) {
         (Some(file), false) => {
@@ -499,6 +528,32 @@ async fn choose_mode(cfg: &SendConfig, sources: &[Source]) -> Result<DecisionRep
         }
         _ => None,
     };
+    let calibration = tokio::task::spawn_blocking(crate::calibrate::Calibration::cached)
+        .await
+        .map_err(anyhow::Error::from)
+        .context("the machine's calibration for --mode auto failed");
+    AutoContext {
+        host,
+        path,
+        calibration,
+    }
+}
+
+/// `--mode auto`'s choice for `sources`, sieved as the sieve sends them, in `context`: with the
+/// suite `cfg` asks for, the MAC HELLO offers, and on a remembered path what compressing a
+/// sample of the cleartext leaves when that receiver accepts compressed cleartext.
+fn choose_mode(
+    cfg: &SendConfig,
+    sources: &[Source],
+    context: AutoContext,
+) -> Result<DecisionReport> {
+    let scanned = matches!(cfg.classify, Classify::Marks(_));
+    let AutoContext {
+        host,
+        path,
+        calibration,
+    } = context;
+    let calibration = calibration?;
     let share = match path {
         Some(p)
             if p.compresses != Some(false)
@@ -519,9 +574,6 @@ async fn choose_mode(cfg: &SendConfig, sources: &[Source]) -> Result<DecisionRep
             cleartext_wire: share,
         })
         .collect();
-    let calibration = tokio::task::spawn_blocking(crate::calibrate::Calibration::cached)
-        .await
-        .context("the machine's calibration for --mode auto failed")?;
     let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
     Ok(decide::choose(
         &calibration,
@@ -530,6 +582,24 @@ async fn choose_mode(cfg: &SendConfig, sources: &[Source]) -> Result<DecisionRep
         &docs,
         path.map(|p| p.rate_gbps),
     ))
+}
+
+/// Channel 0 opened while `inputs` are prepared ([`dial`]), unless they are too large for it
+/// to pay or cannot be measured (preparing them then says what is wrong).
+fn dial_ahead(cfg: &SendConfig, inputs: &[Input]) -> Option<Dial> {
+    let mut bytes = 0u64;
+    for i in inputs {
+        bytes = bytes.saturating_add(std::fs::metadata(&i.path).ok()?.len());
+    }
+    if bytes > dial::DIAL_AHEAD_MAX_BYTES {
+        return None;
+    }
+    let n_plain = if cfg.mode == SendMode::Fixed(Mode::SecureOnly) {
+        0
+    } else {
+        cfg.plain_channels
+    };
+    Dial::start(cfg, n_plain).ok()
 }
 
 /// The first [`crate::paths::SAMPLE_LEN`] bytes of cleartext of the first document that has
@@ -577,6 +647,7 @@ pub async fn send_prepared(
         sieve_time,
         mode,
         decision,
+        dial,
         _leases: leases,
     } = prepared;
     let docs_leased = sources.iter().filter(|s| s.watch().leased()).count();
@@ -590,7 +661,7 @@ pub async fn send_prepared(
     // 2. Connect. The session's protocol is the core's; this drives it.
     let mut sm = session_for(cfg, mode, &sources);
     let t_connect = Instant::now();
-    let connected = connect(cfg, &mut sm).await?;
+    let connected = connect(cfg, &mut sm, dial).await?;
     let connect_time = t_connect.elapsed();
     if let Some(l) = &leases {
         l.watch_sockets(connected.queues.clone());
@@ -625,6 +696,7 @@ pub async fn send_prepared(
         docs: sources.len(),
         connect_ms: ms(connect_time),
         connect_first_tls_ms: ms(connected.first_tls),
+        connect_ahead_ms: ms(connected.ahead),
         connect_extra_tls_ms: ms(connected.extra_tls),
         connect_plain_ms: ms(connected.plain),
         connect_plain_early: connected.plain_early,
@@ -659,11 +731,19 @@ pub async fn send_prepared(
     report::add_answers(&mut report, acks, &shared.sources)?;
     report.cpu_ms = ms(cpu_time(None).saturating_sub(cpu0));
     report::add_compression(&mut report, cfg, &shared);
-    if let (Some(file), false) = (&cfg.path_memory, same_host.1) {
+    if let Some(file) = &cfg.path_memory {
         let (file, to, r) = (file.clone(), cfg.to.clone(), report.clone());
-        let _ =
-            tokio::task::spawn_blocking(move || crate::paths::remember(&file, &to, &r, plain_addr))
-                .await;
+        let on_this_host = same_host.1;
+        let _ = tokio::task::spawn_blocking(move || {
+            if on_this_host {
+                // Where its plain port is, but no rate: between two ends on one host the
+                // "path" is memory.
+                crate::paths::remember_plain(&file, &to, &r, plain_addr)
+            } else {
+                crate::paths::remember(&file, &to, &r, plain_addr)
+            }
+        })
+        .await;
     }
     Ok(report)
 }
