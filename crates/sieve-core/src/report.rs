@@ -88,6 +88,10 @@ pub struct SessionReport {
     pub cpu_ms: f64,
     /// The TLS suite negotiated (its IANA name).
     pub cipher: String,
+    /// The cleartext MAC the receiver chose among the sender's offer (`aes-gmac`, `blake3`,
+    /// `chacha20-poly1305`); empty in reports written before it was kept.
+    #[serde(default)]
+    pub mac: String,
     /// Documents sent in sieve mode without a classified byte: entirely in the clear.
     pub unclassified: Vec<String>,
     /// Documents whose files a read lease watched for changes (the others were watched by their

@@ -181,6 +181,17 @@ impl Calibration {
         c
     }
 
+    /// This machine's calibration if the default cache holds one; never measures (for callers
+    /// that can do without, such as a sender ordering the MACs it offers).
+    pub fn cached_if_any() -> Option<Calibration> {
+        let key = MachineKey::current();
+        Cache::read(&cache_path()?)
+            .ok()?
+            .entries
+            .into_iter()
+            .find(|c| c.machine == key)
+    }
+
     /// This machine's calibration from the default cache ([`cache_path`]), or measured now.
     pub fn cached() -> Calibration {
         match cache_path() {

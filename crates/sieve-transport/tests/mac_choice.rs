@@ -174,3 +174,19 @@ async fn no_common_mac_is_refused_clearly() {
         AckStatus::Ok
     );
 }
+
+/// The real sender offers every MAC it has: to a receiver that supports only one of them,
+/// whichever, a document goes through, tagged with that one, and the report names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sender_offers_every_mac_and_uses_the_receivers_choice() {
+    let src = tempfile::tempdir().unwrap();
+    let doc = marked_doc(31, 1 << 20, 12).1;
+    for alg in MacAlg::ALL {
+        let rx = receiver_preferring(MacPreference::only(alg)).await;
+        let name = format!("{}.txt", alg.name());
+        let path = write(src.path(), &name, &doc);
+        let r = rx.send_ok(&rx.simple(Mode::Sieve), &[path]).await;
+        assert_eq!(r.mac, alg.name(), "{r:?}");
+        rx.assert_received(&name, &doc);
+    }
+}

@@ -36,6 +36,7 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use sieve_core::batch::BatchSplit;
 use sieve_core::compress::Compression;
+use sieve_core::mac::{MacAlg, MacOffer};
 use sieve_core::message::{self, AckStatus, Mode};
 use sieve_core::sender::{DocSpec, SenderConfig, SenderSession};
 use sieve_core::split::Split;
@@ -299,6 +300,8 @@ pub struct Prepared {
     decision: Option<DecisionReport>,
     /// Channel 0, opened while the documents were prepared.
     dial: Option<Dial>,
+    /// The cleartext MACs HELLO offers, fastest first by this machine's measurement.
+    macs: MacOffer,
     /// Keeps the files' read leases answered while they are sent.
     _leases: Option<Leases>,
 }
@@ -393,14 +396,22 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             .collect();
         (results, leases)
     });
-    // What auto needs besides the documents is gathered meanwhile.
+    // What auto needs besides the documents is gathered meanwhile; a fixed mode only orders
+    // the MACs it offers, by this machine's calibration if one was ever measured.
     let auto = async {
         match cfg.mode {
-            SendMode::Auto => Some(auto_context(cfg).await),
-            SendMode::Fixed(_) => None,
+            SendMode::Auto => (Some(auto_context(cfg).await), None),
+            SendMode::Fixed(_) => {
+                let known =
+                    tokio::task::spawn_blocking(crate::calibrate::Calibration::cached_if_any)
+                        .await
+                        .ok()
+                        .flatten();
+                (None, known)
+            }
         }
     };
-    let (sieved, auto) = tokio::join!(sieving, auto);
+    let (sieved, (auto, known)) = tokio::join!(sieving, auto);
     let (results, leases) = sieved?;
     // Every file is checked before anything is sent, and every bad one is named at once.
     let n_inputs = results.len();
@@ -475,20 +486,21 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             if bare.len() == 1 { " has" } else { "s have" },
         );
     }
-    let (mode, decision) = match (cfg.mode, auto) {
-        (SendMode::Fixed(m), _) => (m, None),
+    let (mode, decision, macs) = match (cfg.mode, auto) {
+        (SendMode::Fixed(m), _) => (m, None, mac_offer(known.as_ref())),
         (SendMode::Auto, auto) => {
             let context = match auto {
                 Some(c) => c,
                 None => auto_context(cfg).await,
             };
-            let d = choose_mode(cfg, &sources, context)?;
+            let macs = mac_offer(context.calibration.as_ref().ok());
+            let d = choose_mode(cfg, &sources, context, macs)?;
             if d.chosen == Mode::SecureOnly {
                 for s in &mut sources {
                     s.make_secure_only();
                 }
             }
-            (d.chosen, Some(d))
+            (d.chosen, Some(d), macs)
         }
     };
     // `auto`'s choice (the calibration, where the receiver runs, a sample of the cleartext)
@@ -501,6 +513,7 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         mode,
         decision,
         dial,
+        macs,
         _leases: leases,
     };
     Ok(prepared)
@@ -546,6 +559,7 @@ fn choose_mode(
     cfg: &SendConfig,
     sources: &[Source],
     context: AutoContext,
+    macs: MacOffer,
 ) -> Result<DecisionReport> {
     let scanned = matches!(cfg.classify, Classify::Marks(_));
     let AutoContext {
@@ -577,7 +591,8 @@ fn choose_mode(
     let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
     Ok(decide::choose(
         &calibration,
-        (cipher, HELLO_MAC),
+        // The receiver chooses among the offer; on a machine like this one, the first.
+        (cipher, macs.algs().first().copied().unwrap_or(MacAlg::Gmac)),
         host,
         &docs,
         path.map(|p| p.rate_gbps),
@@ -614,8 +629,15 @@ fn cleartext_sample(sources: &[Source]) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// The cleartext MAC the sender offers in HELLO.
-const HELLO_MAC: sieve_core::mac::MacAlg = sieve_core::mac::MacAlg::Gmac;
+/// The cleartext MACs HELLO offers: every one this sender supports, fastest first by
+/// `calibration` (the receiver chooses among them by its own speeds: see
+/// [`sieve_core::mac::negotiate`]); without a calibration, GMAC first, the order of a CPU with
+/// AES and carry-less multiply instructions.
+fn mac_offer(calibration: Option<&crate::calibrate::Calibration>) -> MacOffer {
+    calibration.map_or_else(MacOffer::default, |c| {
+        MacOffer::from_preference(&c.mac_preference())
+    })
+}
 
 /// Send `files`, each under its base name, in one session: [`prepare`] then [`send_prepared`].
 pub async fn send(
@@ -648,6 +670,7 @@ pub async fn send_prepared(
         mode,
         decision,
         dial,
+        macs,
         _leases: leases,
     } = prepared;
     let docs_leased = sources.iter().filter(|s| s.watch().leased()).count();
@@ -659,7 +682,7 @@ pub async fn send_prepared(
     progress.docs.store(sources.len() as u64, Ordering::Relaxed);
 
     // 2. Connect. The session's protocol is the core's; this drives it.
-    let mut sm = session_for(cfg, mode, &sources);
+    let mut sm = session_for(cfg, mode, &sources, macs);
     let t_connect = Instant::now();
     let connected = connect(cfg, &mut sm, dial).await?;
     let connect_time = t_connect.elapsed();
@@ -705,6 +728,7 @@ pub async fn send_prepared(
         processing_ms: ms(processing_time),
         split_ms: ms(split_time),
         cipher: connected.cipher.clone(),
+        mac: connected.mac.alg().name().to_string(),
         unclassified,
         docs_leased,
         skipped,
@@ -760,7 +784,7 @@ async fn emulate_processing(cfg: &SendConfig, sources: &[Source]) -> Duration {
 }
 
 /// The protocol state machine of a session that sends `sources` in `mode` as `cfg` asks.
-fn session_for(cfg: &SendConfig, mode: Mode, sources: &[Source]) -> SenderSession {
+fn session_for(cfg: &SendConfig, mode: Mode, sources: &[Source], macs: MacOffer) -> SenderSession {
     let docs = sources
         .iter()
         .map(|s| DocSpec {
@@ -776,7 +800,7 @@ fn session_for(cfg: &SendConfig, mode: Mode, sources: &[Source]) -> SenderSessio
         split: cfg.split,
         batch_split: cfg.batch_split,
         chunk: cfg.chunk,
-        macs: sieve_core::mac::MacOffer::only(HELLO_MAC),
+        macs,
         compression: compress::offer(cfg, mode),
     };
     SenderSession::new(&session_cfg, docs)
