@@ -161,13 +161,20 @@ impl Scanner<'_> {
         let set = &mut cache.slots[slot & !(WAYS - 1)..][..WAYS];
         for w in 0..WAYS {
             if holds(&set[w]) {
-                let u = set[w].key_use;
-                set[..=w].rotate_right(1);
-                return u;
+                let hit = set[w];
+                // Most recently used first: the ways before it move down one (slot by slot,
+                // in place: nothing to do for a hit in the first way, the common case).
+                for v in (0..w).rev() {
+                    set[v + 1] = set[v];
+                }
+                set[0] = hit;
+                return hit.key_use;
             }
         }
         let u = self.work_out(key);
-        set.rotate_right(1);
+        for v in (0..WAYS - 1).rev() {
+            set[v + 1] = set[v];
+        }
         set[0] = Slot {
             len,
             words,
