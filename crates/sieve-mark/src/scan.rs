@@ -248,7 +248,9 @@ impl<'p> Scanner<'p> {
             let titles = if self.persons.is_empty() {
                 0
             } else {
-                cur.title
+                // A title glued to a word byte before it starts no name (`person::name_after`
+                // says the same): inside a word, a key or base64, most capitals are that.
+                cur.title & !near.back(|b| b.alpha | b.digit | b.under, 1)
             };
             let prefixes = if self.p.prefix_starts.is_empty() {
                 0
