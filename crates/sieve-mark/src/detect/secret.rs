@@ -61,8 +61,8 @@ pub fn is_placeholder(v: &[u8]) -> bool {
 ///
 /// A log repeats such values on many lines (session ids, bearer tokens), so the entropy is
 /// bounded before it is computed: it is at most `log2` of the number of distinct bytes, and at
-/// least the collision entropy `-log2(sum p^2)`, both known at the end of one counting pass.
-/// Only a value whose bounds straddle the threshold (by more than rounding could blur) pays for
+/// least the collision entropy `-log2(sum p^2)`, known at the end of one counting pass (the
+/// distinct bytes take a second walk, asked only of values below that bound). Only a value whose bounds straddle the threshold (by more than rounding could blur) pays for
 /// [`entropy`] itself, so the answer is the one [`entropy`] gives.
 pub fn looks_random(v: &[u8], min_len: usize, min_entropy: f64) -> bool {
     if v.len() < min_len || v.is_empty() {
@@ -73,20 +73,19 @@ pub fn looks_random(v: &[u8], min_len: usize, min_entropy: f64) -> bool {
         return looks_random_by_definition(v, min_len, min_entropy);
     }
     // One pass counts the bytes and gathers their kinds (a table lookup, no branch), and with
-    // them the number of distinct bytes (a count that was zero) and the sum of squared counts
-    // (a count going from `c` to `c + 1` adds `2c + 1` to its square), so that nothing walks
-    // the 256 counts afterwards: values are a few dozen bytes.
+    // them the sum of squared counts (a count going from `c` to `c + 1` adds `2c + 1` to its
+    // square, so the sum is `n` plus twice the counts met), so that nothing walks the 256
+    // counts afterwards: values are a few dozen bytes.
     let mut counts = [0u16; 256];
     let mut kinds = 0u8;
-    let mut distinct = 0u32;
-    let mut squares = 0u64;
+    let mut met = 0u64;
     for &b in v {
         kinds |= KIND[usize::from(b)];
         let c = counts[usize::from(b)];
         counts[usize::from(b)] = c + 1;
-        distinct += u32::from(c == 0);
-        squares += 2 * u64::from(c) + 1;
+        met += u64::from(c);
     }
+    let squares = v.len() as u64 + 2 * met;
     let (digit, alpha, space) = (kinds & DIGIT != 0, kinds & ALPHA != 0, kinds & SPACE != 0);
     if !digit || !alpha || space || is_placeholder(v) {
         return false;
@@ -99,6 +98,14 @@ pub fn looks_random(v: &[u8], min_len: usize, min_entropy: f64) -> bool {
     // `SLACK`.)
     if (n * n / squares as f64).log2() >= min_entropy + SLACK {
         return true;
+    }
+    // The distinct bytes, only now that they are asked for (a second walk, clearing the
+    // count of each byte the first time it is met).
+    let mut distinct = 0u32;
+    for &b in v {
+        let c = &mut counts[usize::from(b)];
+        distinct += u32::from(*c != 0);
+        *c = 0;
     }
     if f64::from(distinct).log2() < min_entropy - SLACK {
         return false;
