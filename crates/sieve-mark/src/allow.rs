@@ -44,16 +44,27 @@ impl AllowPattern {
     }
 }
 
-/// Whether `needle` (not empty) occurs in `hay`: its first byte found with `memchr`, then the
-/// rest compared.
+/// Whether `needle` (not empty) occurs in `hay`: its first byte found with `memchr` (in a
+/// plain loop over a short `hay`, as most findings are: `memchr`'s set-up costs more than a
+/// few dozen compares), then the rest compared.
 #[inline]
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     let Some(&first) = needle.first() else {
         return true;
     };
-    hay.len() >= needle.len()
-        && memchr::memchr_iter(first, hay).any(|p| hay[p..].starts_with(needle))
+    if hay.len() < needle.len() {
+        return false;
+    }
+    if hay.len() <= SHORT {
+        // Only where the needle still fits.
+        let last = hay.len() - needle.len();
+        return (0..=last).any(|p| hay[p] == first && hay[p..].starts_with(needle));
+    }
+    memchr::memchr_iter(first, hay).any(|p| hay[p..].starts_with(needle))
 }
+
+/// Findings up to this long are searched by the plain loop of [`contains`].
+const SHORT: usize = 32;
 
 /// The allow-list one detector answers to: the policy's values and its own, and the policy's
 /// patterns (see the module documentation).

@@ -111,8 +111,9 @@ struct Merger {
 impl Merger {
     /// Merge `hits` (left empty, its allocation kept for the next batch).
     fn add(&mut self, hits: &mut Vec<Hit>) {
-        // A batch's findings come in a few ascending runs (each chunk's literal searches, then
-        // its main loop): a stable sort finds the runs and merges them in linear time.
+        // A batch's findings come in a few ascending runs (a chunk's findings come out in order,
+        // its literal searches' put among its main loop's; the chunks follow each other, in
+        // order on one thread): a stable sort finds the runs and merges them in linear time.
         hits.sort_by_key(|h| (h.start, h.end));
         for h in hits.drain(..) {
             self.counts[h.det as usize] += 1;

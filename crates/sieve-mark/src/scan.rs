@@ -49,6 +49,29 @@ use shape::holds_nothing;
 /// enough that they stay in the first-level cache (112 bytes each).
 const BATCH: usize = 32;
 
+/// `lits` put among `out[from..]` by their place in the document (start, then end; `lits`
+/// before others at the same place), both being so ordered (where either is not, the result
+/// holds the same findings in another order, which the engine's sort puts right).
+fn merge_into(out: &mut Vec<Hit>, from: usize, lits: &[Hit]) {
+    if lits.is_empty() {
+        return;
+    }
+    let key = |h: &Hit| (h.start, h.end);
+    // From the back: the later of the two last findings goes last.
+    let mut i = out.len();
+    out.extend_from_slice(lits);
+    let mut k = out.len();
+    for lit in lits.iter().rev() {
+        while i > from && key(&out[i - 1]) >= key(lit) {
+            out[k - 1] = out[i - 1];
+            i -= 1;
+            k -= 1;
+        }
+        out[k - 1] = *lit;
+        k -= 1;
+    }
+}
+
 /// One finding: a range of the document and the detector that classified it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hit {
@@ -213,7 +236,19 @@ impl<'p> Scanner<'p> {
 
     /// Scan the chunk `w.own`, appending findings (in no particular order) to `out`.
     pub fn scan(&self, w: &Window<'_>, out: &mut Vec<Hit>) {
-        self.literals(w, out);
+        // The literal searches' findings (PEM blocks, ...) are put among the main loop's at
+        // the end, in order: the loop's come out sorted, and the engine's sort then finds the
+        // chunk's findings in one run instead of merging two.
+        let mut lits = Vec::new();
+        self.literals(w, &mut lits);
+        let from = out.len();
+        self.main_loop(w, out);
+        merge_into(out, from, &lits);
+    }
+
+    /// The block loop of [`Scanner::scan`]: every candidate the block masks pick.
+    #[inline]
+    fn main_loop(&self, w: &Window<'_>, out: &mut Vec<Hit>) {
         let s = w.bytes;
         let mut memo = Memo {
             keys: kv::KeyCache::new(),
@@ -248,7 +283,9 @@ impl<'p> Scanner<'p> {
             let titles = if self.persons.is_empty() {
                 0
             } else {
-                cur.title
+                // A title glued to a word byte before it starts no name (`person::name_after`
+                // says the same): inside a word, a key or base64, most capitals are that.
+                cur.title & !near.back(|b| b.alpha | b.digit | b.under, 1)
             };
             let prefixes = if self.p.prefix_starts.is_empty() {
                 0

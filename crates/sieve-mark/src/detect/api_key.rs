@@ -21,16 +21,48 @@ pub enum Chars {
 }
 
 impl Chars {
+    /// Whether `b` is one of these characters: a bit of a table per kind, as a key's body is
+    /// walked byte by byte.
+    #[inline]
     pub fn has(self, b: u8) -> bool {
+        CHARS[usize::from(b)] & 1 << self as u8 != 0
+    }
+
+    /// [`Chars::has`] by its definition, from which the table is built.
+    const fn defines(self, b: u8) -> bool {
         match self {
             Chars::Upper => b.is_ascii_uppercase() || b.is_ascii_digit(),
             Chars::Alnum => b.is_ascii_alphanumeric(),
             Chars::Url => b.is_ascii_alphanumeric() || b == b'_' || b == b'-',
             Chars::UrlDot => b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.',
-            Chars::Hex => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+            Chars::Hex => b.is_ascii_digit() || matches!(b, b'a'..=b'f'),
         }
     }
 }
+
+/// Bit `k` of entry `b`: whether `b` is one of the characters of the `k`-th [`Chars`].
+static CHARS: [u8; 256] = {
+    const ALL: [Chars; 5] = [
+        Chars::Upper,
+        Chars::Alnum,
+        Chars::Url,
+        Chars::UrlDot,
+        Chars::Hex,
+    ];
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut k = 0;
+        while k < ALL.len() {
+            if ALL[k].defines(i as u8) {
+                t[i] |= 1 << ALL[k] as u8;
+            }
+            k += 1;
+        }
+        i += 1;
+    }
+    t
+};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Rule {
@@ -114,6 +146,22 @@ mod tests {
     fn find(s: &str, prefix: &str) -> Option<usize> {
         let rule = RULES.iter().find(|r| r.prefix == prefix).unwrap();
         key_at(s.as_bytes(), s.find(prefix)?, rule).map(|r| r.len())
+    }
+
+    #[test]
+    fn the_table_holds_each_kind_of_characters() {
+        for c in [
+            Chars::Upper,
+            Chars::Alnum,
+            Chars::Url,
+            Chars::UrlDot,
+            Chars::Hex,
+        ] {
+            for b in 0u8..=255 {
+                assert_eq!(c.has(b), c.defines(b), "{c:?} {b}");
+            }
+        }
+        assert!(Chars::Hex.has(b'f') && !Chars::Hex.has(b'F') && Chars::UrlDot.has(b'.'));
     }
 
     #[test]

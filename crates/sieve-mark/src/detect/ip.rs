@@ -15,10 +15,6 @@ pub fn is_ipv4(parts: [&[u8]; 4]) -> bool {
     })
 }
 
-fn v6_char(b: u8) -> bool {
-    b.is_ascii_hexdigit() || b == b':' || b == b'.'
-}
-
 /// Whether the `:` at `at` is the first colon of its run of IPv6 characters (so each address is
 /// looked at once, whichever chunk holds it).
 pub fn is_first_colon(s: &[u8], at: usize) -> bool {
@@ -44,31 +40,44 @@ pub fn ipv6_at(s: &[u8], at: usize) -> Option<Range<usize>> {
     if a > 0 && (s[a - 1].is_ascii_alphanumeric() || s[a - 1] == b'.' || s[a - 1] == b'_') {
         return None;
     }
+    // The address's bytes, counting its colons, hexadecimal digits (those before `at` are
+    // all such) and dots as they are walked.
+    let (mut colons, mut hex, mut dots) = (0, at - a, 0);
     let mut e = at;
-    while e < s.len() && e - a < 45 && v6_char(s[e]) {
+    while e < s.len() && e - a < 45 {
+        match s[e] {
+            b':' => colons += 1,
+            b'.' => dots += 1,
+            b if b.is_ascii_hexdigit() => hex += 1,
+            _ => break,
+        }
         e += 1;
     }
     // A sentence may end right after an address.
     while e > a && s[e - 1] == b'.' {
         e -= 1;
+        dots -= 1;
     }
     if e < s.len() && (s[e].is_ascii_alphanumeric() || s[e] == b'_') {
         return None;
     }
-    let text = &s[a..e];
-    let colons = text.iter().filter(|&&b| b == b':').count();
-    let hex = text.iter().filter(|b| b.is_ascii_hexdigit()).count();
     if colons < 2 || hex < 2 {
         return None;
     }
-    is_ipv6(text).then_some(a..e)
+    groups_form_ipv6(&s[a..e], dots > 0).then_some(a..e)
 }
 
 /// Whether `t` is an IPv6 address as `std::net::Ipv6Addr::from_str` reads one: groups of one to
 /// four hexadecimal digits joined by `:`, eight of them, or fewer with one `::` standing for at
 /// least one group of zeros; the last two groups may be written as an IPv4 address.
 pub fn is_ipv6(t: &[u8]) -> bool {
-    let (head, head_v4, mut p) = groups(t, 0, 8);
+    groups_form_ipv6(t, t.contains(&b'.'))
+}
+
+/// [`is_ipv6`], told whether `t` holds a `.` (without one, no group is read as an IPv4
+/// address: none could be).
+fn groups_form_ipv6(t: &[u8], v4: bool) -> bool {
+    let (head, head_v4, mut p) = groups(t, 0, 8, v4);
     if head == 8 {
         return p == t.len();
     }
@@ -77,21 +86,22 @@ pub fn is_ipv6(t: &[u8]) -> bool {
     }
     p += 2;
     // The `::` stands for one group at least.
-    let (_, _, q) = groups(t, p, 8 - (head + 1));
+    let (_, _, q) = groups(t, p, 8 - (head + 1), v4);
     p = q;
     p == t.len()
 }
 
 /// Up to `limit` groups of `t` from `p` on (each after a `:` but the first), the last two of
 /// which may be an IPv4 address: how many (an address counting two), whether it ended with an
-/// address, and where the groups end. A `:` not followed by a group is left unread.
-fn groups(t: &[u8], mut p: usize, limit: usize) -> (usize, bool, usize) {
+/// address, and where the groups end. A `:` not followed by a group is left unread. `v4`:
+/// whether an address is looked for at all.
+fn groups(t: &[u8], mut p: usize, limit: usize, v4: bool) -> (usize, bool, usize) {
     for i in 0..limit {
         let sep = usize::from(i > 0);
         if i > 0 && t.get(p) != Some(&b':') {
             return (i, false, p);
         }
-        if i < limit.saturating_sub(1) {
+        if v4 && i < limit.saturating_sub(1) {
             if let Some(e) = ipv4_at(t, p + sep) {
                 return (i + 2, true, e);
             }
@@ -168,6 +178,63 @@ mod tests {
             ],
             14,
         )
+    }
+
+    /// [`ipv6_at`] as it was first written: the bytes walked, then counted, then parsed.
+    fn ipv6_at_by_definition(s: &[u8], at: usize) -> Option<Range<usize>> {
+        let v6_char = |b: u8| b.is_ascii_hexdigit() || b == b':' || b == b'.';
+        let mut a = at;
+        while a > 0 && at - a < 4 && s[a - 1].is_ascii_hexdigit() {
+            a -= 1;
+        }
+        if a > 0 && (s[a - 1].is_ascii_alphanumeric() || s[a - 1] == b'.' || s[a - 1] == b'_') {
+            return None;
+        }
+        let mut e = at;
+        while e < s.len() && e - a < 45 && v6_char(s[e]) {
+            e += 1;
+        }
+        while e > a && s[e - 1] == b'.' {
+            e -= 1;
+        }
+        if e < s.len() && (s[e].is_ascii_alphanumeric() || s[e] == b'_') {
+            return None;
+        }
+        let text = &s[a..e];
+        let colons = text.iter().filter(|&&b| b == b':').count();
+        let hex = text.iter().filter(|b| b.is_ascii_hexdigit()).count();
+        if colons < 2 || hex < 2 {
+            return None;
+        }
+        let std = std::str::from_utf8(text)
+            .ok()
+            .is_some_and(|x| x.parse::<std::net::Ipv6Addr>().is_ok());
+        std.then_some(a..e)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(5000))]
+
+        /// At every colon of text made of addresses and look-alikes, with words, dots and
+        /// spaces around them, the address found is the one the first version found.
+        #[test]
+        fn addresses_at_every_colon_as_first_written(
+            parts in prop::collection::vec(
+                prop_oneof![
+                    v6_text(),
+                    prop::sample::select(vec![
+                        &b" "[..], b".", b"..", b"x", b"_", b"[", b"]", b"fe80::1", b"::ffff:1.2.3.4",
+                        b"2001:db8::8a2e:370:7334.", b"abcde:",
+                    ]).prop_map(<[u8]>::to_vec),
+                ],
+                1..5,
+            ),
+        ) {
+            let s = parts.concat();
+            for at in (0..s.len()).filter(|&i| s[i] == b':') {
+                prop_assert_eq!(ipv6_at(&s, at), ipv6_at_by_definition(&s, at), "at {}", at);
+            }
+        }
     }
 
     proptest! {

@@ -14,13 +14,11 @@ pub const MAX_BLOCK: usize = 32 << 10;
 /// its end line follows within [`MAX_BLOCK`] bytes.
 pub fn block_at(s: &[u8], at: usize, labels: &[Vec<u8>]) -> Option<Range<usize>> {
     let rest = &s[at + BEGIN.len()..s.len().min(at + MAX_BLOCK)];
-    let close = memchr::memmem::find(&rest[..rest.len().min(80)], b"-----")?;
+    // The label and the names sought in it are a few bytes each: plain comparisons, rather
+    // than a searcher built for every block.
+    let close = find_short(&rest[..rest.len().min(80)], b"-----")?;
     let label = &rest[..close];
-    if label.contains(&b'\n')
-        || !labels
-            .iter()
-            .any(|l| memchr::memmem::find(label, l).is_some())
-    {
+    if label.contains(&b'\n') || !labels.iter().any(|l| find_short(label, l).is_some()) {
         return None;
     }
     // The first `-----END <label>-----`: each `-----END ` in turn (one searcher built once; a
@@ -34,12 +32,34 @@ pub fn block_at(s: &[u8], at: usize, labels: &[Vec<u8>]) -> Option<Range<usize>>
     Some(at..at + BEGIN.len() + e + END_MARK.len() + label.len() + 5)
 }
 
+/// Where `needle` first occurs in `hay`, compared at every position (for a short `hay`).
+fn find_short(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(0);
+    }
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
 /// What every end line starts with.
 const END_MARK: &[u8] = b"-----END ";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// The plain search finds what `memmem` finds, first occurrence and all.
+        #[test]
+        fn the_plain_search_is_memmem(
+            hay in prop::collection::vec(prop::sample::select(b"-KEY \nA".to_vec()), 0..90),
+            needle in prop::collection::vec(prop::sample::select(b"-KEY \nA".to_vec()), 0..6),
+        ) {
+            prop_assert_eq!(find_short(&hay, &needle), memchr::memmem::find(&hay, &needle));
+        }
+    }
 
     #[test]
     fn keys_and_certificates_whole_and_others_not() {

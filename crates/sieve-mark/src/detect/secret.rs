@@ -61,9 +61,9 @@ pub fn is_placeholder(v: &[u8]) -> bool {
 ///
 /// A log repeats such values on many lines (session ids, bearer tokens), so the entropy is
 /// bounded before it is computed: it is at most `log2` of the number of distinct bytes, and at
-/// least the collision entropy `-log2(sum p^2)`, both known after one counting pass. Only a value
-/// whose bounds straddle the threshold (by more than rounding could blur) pays for [`entropy`]
-/// itself, so the answer is the one [`entropy`] gives.
+/// least the collision entropy `-log2(sum p^2)`, known at the end of one counting pass (the
+/// distinct bytes take a second walk, asked only of values below that bound). Only a value whose bounds straddle the threshold (by more than rounding could blur) pays for
+/// [`entropy`] itself, so the answer is the one [`entropy`] gives.
 pub fn looks_random(v: &[u8], min_len: usize, min_entropy: f64) -> bool {
     if v.len() < min_len || v.is_empty() {
         return false;
@@ -72,32 +72,48 @@ pub fn looks_random(v: &[u8], min_len: usize, min_entropy: f64) -> bool {
         // Counts of one byte could overflow the table below; values are never that long.
         return looks_random_by_definition(v, min_len, min_entropy);
     }
-    // One pass counts the bytes and gathers their kinds (a table lookup, no branch); the
-    // number of distinct bytes and the sum of squared counts come from the counts after it,
-    // in a loop over the table that the compiler vectorises.
+    // One pass counts the bytes and gathers their kinds (a table lookup, no branch), and with
+    // them the sum of squared counts (a count going from `c` to `c + 1` adds `2c + 1` to its
+    // square, so the sum is `n` plus twice the counts met), so that nothing walks the 256
+    // counts afterwards: values are a few dozen bytes.
     let mut counts = [0u16; 256];
     let mut kinds = 0u8;
+    let mut met = 0u64;
     for &b in v {
         kinds |= KIND[usize::from(b)];
-        counts[usize::from(b)] += 1;
+        let c = counts[usize::from(b)];
+        counts[usize::from(b)] = c + 1;
+        met += u64::from(c);
     }
+    let squares = v.len() as u64 + 2 * met;
     let (digit, alpha, space) = (kinds & DIGIT != 0, kinds & ALPHA != 0, kinds & SPACE != 0);
     if !digit || !alpha || space || is_placeholder(v) {
         return false;
     }
-    let distinct = counts.iter().map(|&c| u32::from(c != 0)).sum::<u32>();
-    let squares = counts
-        .iter()
-        .map(|&c| u64::from(c) * u64::from(c))
-        .sum::<u64>();
     // Far more than the rounding of either bound or of `entropy`.
     const SLACK: f64 = 1e-9;
     let n = v.len() as f64;
+    // Collision entropy `log2(n^2 / sum c^2)`, first: most values that get here pass by it,
+    // most of them by a whole power of two, which integers tell without a logarithm: `2^p`
+    // with `p` the integer above `min_entropy + SLACK`. (`n^2` is below 2^32, exact in a
+    // double; the quotient and `log2` round by far less than `SLACK`.)
+    let p = (min_entropy + SLACK) as i64 + 1;
+    if (0..=64).contains(&p) && u128::from(v.len() as u64).pow(2) >= u128::from(squares) << p {
+        return true;
+    }
+    if (n * n / squares as f64).log2() >= min_entropy + SLACK {
+        return true;
+    }
+    // The distinct bytes, only now that they are asked for (a second walk, clearing the
+    // count of each byte the first time it is met).
+    let mut distinct = 0u32;
+    for &b in v {
+        let c = &mut counts[usize::from(b)];
+        distinct += u32::from(*c != 0);
+        *c = 0;
+    }
     if f64::from(distinct).log2() < min_entropy - SLACK {
         return false;
-    }
-    if 2.0 * n.log2() - (squares as f64).log2() >= min_entropy + SLACK {
-        return true;
     }
     entropy(v) >= min_entropy
 }

@@ -42,14 +42,17 @@ const WAYS: usize = 4;
 /// most [`CACHED_KEY`] bytes, held as three zero-padded words so that a lookup is a hash and a
 /// few comparisons. A miss only costs working a key out again.
 ///
-/// A set's ways are kept most recently used first, and a key worked out enters first, pushing
-/// out the last: with two ways, three keys of one log line sharing a set (`api_key`,
-/// `Authorization`, `dob`) missed on every line, and the one-off keys before the colons of IPv6
-/// addresses (`f3a5` in `fe80::f3a5:...`) pushed out the keys every line repeats. (Entering
-/// last instead shields a set from one-off keys, but two keys of a record that share a set then
-/// push each other out for ever, which an NDJSON record of twenty keys does.)
+/// A set keeps its least recently used key out when a new one enters: with two ways, three
+/// keys of one log line sharing a set (`api_key`, `Authorization`, `dob`) missed on every line,
+/// and the one-off keys before the colons of IPv6 addresses (`f3a5` in `fe80::f3a5:...`)
+/// pushed out the keys every line repeats. (Pushing out the newest instead shields a set from
+/// one-off keys, but two keys of a record that share a set then push each other out for ever,
+/// which an NDJSON record of twenty keys does.) Each slot remembers when it was last used, so
+/// that a hit only writes that stamp: the ways are compared all at once, and nothing moves.
 pub(super) struct KeyCache {
     slots: Box<[Slot; SLOTS]>,
+    /// Lookups so far: the stamp of the next one.
+    clock: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -57,12 +60,15 @@ struct Slot {
     len: u8,
     words: [u64; 3],
     key_use: KeyUse,
+    /// When the slot was last looked up or filled (0: never; such a slot holds no key).
+    used: u64,
 }
 
 impl KeyCache {
     pub(super) fn new() -> KeyCache {
         KeyCache {
             slots: Box::new([Slot::default(); SLOTS]),
+            clock: 0,
         }
     }
 }
@@ -158,20 +164,29 @@ impl Scanner<'_> {
                 (e.words[0] ^ words[0]) | (e.words[1] ^ words[1]) | (e.words[2] ^ words[2]);
             e.len == len && differ == 0
         };
+        cache.clock += 1;
+        let now = cache.clock;
         let set = &mut cache.slots[slot & !(WAYS - 1)..][..WAYS];
-        for w in 0..WAYS {
-            if holds(&set[w]) {
-                let u = set[w].key_use;
-                set[..=w].rotate_right(1);
-                return u;
-            }
+        // A key is in at most one way (it enters only when missed).
+        let hits = (0..WAYS).fold(0u32, |m, w| m | u32::from(holds(&set[w])) << w);
+        if hits != 0 {
+            let hit = &mut set[hits.trailing_zeros() as usize];
+            hit.used = now;
+            return hit.key_use;
         }
         let u = self.work_out(key);
-        set.rotate_right(1);
-        set[0] = Slot {
+        // The least recently used way (one never used first).
+        let mut out = 0;
+        for w in 1..WAYS {
+            if set[w].used < set[out].used {
+                out = w;
+            }
+        }
+        set[out] = Slot {
             len,
             words,
             key_use: u,
+            used: now,
         };
         u
     }

@@ -325,3 +325,43 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// The literal searches' findings put among the loop's give the order the engine's stable
+    /// sort gives (literal findings first at the same place), and always the same findings.
+    #[test]
+    fn literal_findings_merge_in_order(
+        before in prop::collection::vec((0u64..50, 0u64..5), 0..4),
+        main in prop::collection::vec((0u64..50, 0u64..5), 0..30),
+        lits in prop::collection::vec((0u64..50, 0u64..5), 0..10),
+        sorted in any::<bool>(),
+    ) {
+        let hits = |v: &[(u64, u64)], det: u16| -> Vec<Hit> {
+            let mut h: Vec<Hit> = v
+                .iter()
+                .enumerate()
+                .map(|(i, &(s, l))| Hit { start: s, end: s + l, det: det + i as u16 })
+                .collect();
+            if sorted {
+                h.sort_by_key(|h| (h.start, h.end));
+            }
+            h
+        };
+        let (before, main, lits) = (hits(&before, 1000), hits(&main, 0), hits(&lits, 500));
+        let mut out = [before.clone(), main.clone()].concat();
+        super::merge_into(&mut out, before.len(), &lits);
+        let key = |h: &Hit| (h.start, h.end, h.det);
+        prop_assert_eq!(&out[..before.len()], &before[..]);
+        let mut got = out[before.len()..].to_vec();
+        let mut want = [lits.clone(), main.clone()].concat();
+        if sorted {
+            want.sort_by_key(|h| (h.start, h.end));
+            prop_assert_eq!(&got, &want);
+        }
+        got.sort_by_key(key);
+        want.sort_by_key(key);
+        prop_assert_eq!(got, want);
+    }
+}
