@@ -152,9 +152,10 @@ pub struct Args {
     /// programs are writing.
     #[arg(long)]
     pub no_mmap: bool,
-    /// How mapped cleartext reaches the plain sockets: always by sendfile(2), which spares the
-    /// sender a copy of every cleartext byte (faster on loopback too), or never (copies).
-    #[arg(long, default_value = "always")]
+    /// How mapped cleartext reaches the plain sockets: auto (default: by sendfile(2) to a
+    /// receiver on another host, which spares the sender a copy of every cleartext byte; by
+    /// copying to one on this host, where the pages cost more than the copy), always, or never.
+    #[arg(long, default_value = "auto")]
     pub sendfile: Sendfile,
     /// How the cleartext is compressed on the plain channels, each frame on its own: auto
     /// (default: per frame, off or a zstd level, from the measured compression speed, ratio,

@@ -91,12 +91,12 @@ impl Overheads {
     /// Measured on an AMD EPYC (2 cores, AES-NI, VAES, VPCLMULQDQ, AVX-512, shared with other
     /// tenants), `sieve send --json` against `sieve serve --discard` on loopback, both modes
     /// alternating:
-    /// - the per-byte overheads by `bench/cost-fit.sh 7` (1 MB, 10 MB, 64 MiB and 256 MiB at
-    ///   P = 0.1 and 0.9; a least-squares fit of `total_ms` with the speeds `sieve calibrate`
-    ///   measured in the same run subtracted): 20.3, 27.6 and 13.5 copies;
-    /// - `session_ms`, `plain_ms`: medians of `total_ms` of one 10 KB document over 11 rounds
-    ///   (1.34 ms secure-only, 1.76 sieve) and of `connect_ms` of 1 MB over 15 rounds (0.84
-    ///   against 1.23 ms: the plain connection and its JOIN);
+    /// - the per-byte overheads and `session_ms`, `plain_ms` by `bench/cost-fit.sh 7` (1 MB,
+    ///   10 MB, 64 MiB and 256 MiB at P = 0.1 and 0.9; a least-squares fit of `total_ms` with the
+    ///   speeds `sieve calibrate` measured in the same run subtracted; the plain channels copying
+    ///   into their sockets, as they do on one host): 17.5, 21.7 and 12.3 copies, 1.5 ms a
+    ///   session, 0.34 ms for the plain connection and its JOIN, the model within 15 % of every
+    ///   median but secure-only's at 10 MB (4.7 ms against 6.1);
     /// - `doc_ms`, `sieve_doc_ms`: 20 documents of 10 KB in one session against one, 11 rounds:
     ///   0.053 ms more per document secure-only, 0.12 sieve.
     ///
@@ -108,11 +108,11 @@ impl Overheads {
     /// A receiver that writes (fsync, rename) adds a per-document cost equal in both modes,
     /// which changes no decision.
     pub const MEASURED: Overheads = Overheads {
-        secure_copies: 20.3,
-        sieve_secure_copies: 27.6,
-        plain_copies: 13.5,
-        session_ms: 1.3,
-        plain_ms: 0.4,
+        secure_copies: 17.5,
+        sieve_secure_copies: 21.7,
+        plain_copies: 12.3,
+        session_ms: 1.5,
+        plain_ms: 0.34,
         doc_ms: 0.05,
         sieve_doc_ms: 0.07,
         segment_us: 0.18,

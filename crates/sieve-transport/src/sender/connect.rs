@@ -29,7 +29,7 @@ use crate::sendq::SendQueues;
 use crate::token::JoinKey;
 
 use super::dial::{is_same_host, take_early, tls_connect, Dial};
-use super::{SendConfig, Sendfile};
+use super::SendConfig;
 
 /// A session whose every channel has joined.
 pub(super) struct Connected {
@@ -190,7 +190,7 @@ pub(super) async fn connect(
             plain_q.watch(&tcp);
             let local = is_same_host(&tcp);
             let (r, w) = tcp.into_split();
-            let w = if sendfile == Sendfile::Always {
+            let w = if sendfile.uses_sendfile(local) {
                 FrameWriter::tcp(w)
             } else {
                 FrameWriter::new(Box::new(w))
