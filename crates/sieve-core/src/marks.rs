@@ -569,6 +569,69 @@ pub fn parse_all(cfg: &MarkConfig, input: &[u8]) -> Result<ParsedMarks, MarkErro
     Ok(col.finish())
 }
 
+/// What the first bytes of a marked document say of it: enough for `--mode auto` to estimate
+/// its proportion P of classified bytes and its number of segments without reading the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sample {
+    /// Raw bytes read (marks included).
+    pub raw: u64,
+    /// Content bytes among them.
+    pub content: u64,
+    /// Of which inside classified spans.
+    pub classified: u64,
+    /// Segments begun in them (a run of one kind, as the layout counts them).
+    pub segments: u64,
+}
+
+impl Sample {
+    /// The sample's proportion of classified content (0 for an empty sample).
+    pub fn proportion(&self) -> f64 {
+        if self.content == 0 {
+            0.0
+        } else {
+            self.classified as f64 / self.content as f64
+        }
+    }
+}
+
+/// Parse `prefix`, the first bytes of a document (all of it when `whole`), and count what it
+/// holds. Of a part, a span still open at its end counts as far as it goes and a possible mark
+/// cut at its end is left out; a mark error within it is returned as the full parse would
+/// report it.
+pub fn sample(cfg: &MarkConfig, prefix: &[u8], whole: bool) -> Result<Sample, MarkError> {
+    let mut parser = MarkParser::new(cfg.clone())?;
+    let mut s = Sample {
+        raw: prefix.len() as u64,
+        ..Sample::default()
+    };
+    let mut inside = false;
+    // Whether a content run is going on since the last mark, so that a run the parser splits
+    // (at an escape, say) counts once; every mark ends a run, as in the layout.
+    let mut in_run = false;
+    let mut sink = |ev: Event<'_>| match ev {
+        Event::Data { bytes, .. } => {
+            if bytes.is_empty() {
+                return;
+            }
+            s.content += bytes.len() as u64;
+            if inside {
+                s.classified += bytes.len() as u64;
+            }
+            if !in_run {
+                s.segments += 1;
+                in_run = true;
+            }
+        }
+        Event::Start { .. } => (inside, in_run) = (true, false),
+        Event::End { .. } => (inside, in_run) = (false, false),
+    };
+    parser.feed(prefix, &mut sink)?;
+    if whole {
+        parser.finish(&mut sink)?;
+    }
+    Ok(s)
+}
+
 /// Write `content` with the classified `ranges` marked, escaping every literal mark so that
 /// parsing the result with `strip` set gives back exactly `content` and `ranges`.
 ///
@@ -694,6 +757,38 @@ mod tests {
             content.extend_from_slice(&input[e.raw as usize..(e.raw + e.len) as usize]);
         }
         Ok((content, p.ranges))
+    }
+
+    #[test]
+    fn a_sample_counts_what_the_full_parse_finds() {
+        let cfg = MarkConfig::default();
+        let doc = b"ab<$S>cd<$E>ef<$S>ghij<$E>";
+        let s = sample(&cfg, doc, true).unwrap();
+        assert_eq!(
+            s,
+            Sample {
+                raw: doc.len() as u64,
+                content: 10,
+                classified: 6,
+                segments: 4
+            }
+        );
+        assert!((s.proportion() - 0.6).abs() < 1e-12);
+        // Cut inside a span: what is open counts as far as it goes.
+        let s = sample(&cfg, b"ab<$S>cdef", false).unwrap();
+        assert_eq!((s.content, s.classified, s.segments), (6, 4, 2));
+        // Cut inside a mark: the partial mark is held back, not counted as content.
+        let s = sample(&cfg, b"abc<$", false).unwrap();
+        assert_eq!((s.content, s.classified), (3, 0));
+        // The same bytes as a whole document: the `<$` is content.
+        let s = sample(&cfg, b"abc<$", true).unwrap();
+        assert_eq!((s.content, s.classified), (5, 0));
+        // An error inside the sample is the full parse's.
+        assert_eq!(
+            sample(&cfg, b"x<$E>", false).unwrap_err(),
+            parse_all(&cfg, b"x<$E>").unwrap_err()
+        );
+        assert_eq!(sample(&cfg, b"", true).unwrap().proportion(), 0.0);
     }
 
     #[test]

@@ -394,7 +394,18 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     // until they are ready, and they are dropped unused if one of them cannot be sent.
     let dial = dial_ahead(cfg, &inputs);
     let t_sieve = Instant::now();
-    let classify = if secure_only {
+    // Auto may see from the documents' sizes and first bytes that secure-only is faster
+    // whatever the rest holds; it then sends them as `--mode secure-only` would, unscanned.
+    let mut context = None;
+    let mut early = None;
+    if let (SendMode::Auto, Classify::Marks(m)) = (cfg.mode, &cfg.classify) {
+        if !m.strip && !cfg.require_classified {
+            let c = auto_context(cfg).await;
+            early = tokio::task::block_in_place(|| early_choice(cfg, m, &inputs, &c));
+            context = Some(c);
+        }
+    }
+    let classify = if secure_only || early.is_some() {
         match &cfg.classify {
             // Secure-only keeps the bytes as they are, unless marks must be stripped.
             Classify::Marks(m) if m.strip => Classify::Marks(m.clone()),
@@ -419,9 +430,10 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     // What auto needs besides the documents is gathered meanwhile; a fixed mode only orders
     // the MACs it offers, by this machine's calibration if one was ever measured.
     let auto = async {
-        match cfg.mode {
-            SendMode::Auto => (Some(auto_context(cfg).await), None),
-            SendMode::Fixed(_) => {
+        match (cfg.mode, context) {
+            (SendMode::Auto, Some(c)) => (Some(c), None),
+            (SendMode::Auto, None) => (Some(auto_context(cfg).await), None),
+            (SendMode::Fixed(_), _) => {
                 let known =
                     tokio::task::spawn_blocking(crate::calibrate::Calibration::cached_if_any)
                         .await
@@ -506,9 +518,11 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             if bare.len() == 1 { " has" } else { "s have" },
         );
     }
-    let (mode, decision, macs) = match (cfg.mode, auto) {
-        (SendMode::Fixed(m), _) => (m, None, mac_offer(known.as_ref())),
-        (SendMode::Auto, auto) => {
+    let (mode, decision, macs) = match (cfg.mode, auto, early) {
+        (SendMode::Fixed(m), ..) => (m, None, mac_offer(known.as_ref())),
+        // Prepared as secure-only prepares them.
+        (SendMode::Auto, _, Some((d, macs))) => (Mode::SecureOnly, Some(d), macs),
+        (SendMode::Auto, auto, None) => {
             let context = match auto {
                 Some(c) => c,
                 None => auto_context(cfg).await,
@@ -617,6 +631,44 @@ fn choose_mode(
         &docs,
         path.map(|p| p.rate_gbps),
     ))
+}
+
+/// Bytes of each document `--mode auto` reads to decide before the marks scan.
+const AUTO_SAMPLE: usize = 4 << 20;
+
+/// `--mode auto`'s choice before the marks scan, when the documents' sizes and first
+/// [`AUTO_SAMPLE`] bytes settle it (see [`decide::early`]), with the MACs to offer; `None` when
+/// they do not, or a document cannot be sampled (the scan then decides, and reports what is
+/// wrong). Only for a receiver whose path's rate is unknown (on this host, or not measured).
+fn early_choice(
+    cfg: &SendConfig,
+    marks: &sieve_core::marks::MarkConfig,
+    inputs: &[Input],
+    context: &AutoContext,
+) -> Option<(DecisionReport, MacOffer)> {
+    use std::io::Read;
+    if context.path.is_some() {
+        return None;
+    }
+    let calibration = context.calibration.as_ref().ok()?;
+    let mut samples = Vec::with_capacity(inputs.len());
+    let mut buf = Vec::new();
+    for i in inputs {
+        let file = std::fs::File::open(&i.path).ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        buf.clear();
+        file.take(AUTO_SAMPLE as u64).read_to_end(&mut buf).ok()?;
+        let whole = buf.len() as u64 >= meta.len();
+        let sample = sieve_core::marks::sample(marks, &buf, whole).ok()?;
+        samples.push((meta.len(), sample));
+    }
+    let macs = mac_offer(Some(calibration));
+    let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
+    let mac = macs.algs().first().copied().unwrap_or(MacAlg::Gmac);
+    decide::early(calibration, (cipher, mac), context.host, &samples).map(|d| (d, macs))
 }
 
 /// Channel 0 opened while `inputs` are prepared ([`dial`]), unless they are too large for it
