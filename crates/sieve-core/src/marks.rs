@@ -594,42 +594,86 @@ impl Sample {
     }
 }
 
+/// Counts what the first bytes of a document hold, fed a chunk at a time ([`sample`] in one
+/// call): the streaming parser with counters for a sink.
+#[derive(Debug)]
+pub struct Sampler {
+    parser: MarkParser,
+    counts: Sample,
+    /// Inside a classified span.
+    inside: bool,
+    /// A content run is going on since the last mark, so that a run the parser splits (at an
+    /// escape, say) counts once; every mark ends a run, as in the layout.
+    in_run: bool,
+}
+
+impl Sampler {
+    /// A sampler for documents marked as `cfg` says.
+    pub fn new(cfg: &MarkConfig) -> Result<Sampler, MarkError> {
+        Ok(Sampler {
+            parser: MarkParser::new(cfg.clone())?,
+            counts: Sample::default(),
+            inside: false,
+            in_run: false,
+        })
+    }
+
+    /// The next bytes of the document.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), MarkError> {
+        self.counts.raw += chunk.len() as u64;
+        let Sampler {
+            parser,
+            counts,
+            inside,
+            in_run,
+        } = self;
+        parser.feed(chunk, &mut |ev| Self::count(counts, inside, in_run, ev))
+    }
+
+    /// What was fed holds: of the whole document when `whole` (the parse is then finished, a
+    /// span left open an error), else of a part, a span still open counting as far as it goes
+    /// and a possible mark cut at its end left out.
+    pub fn finish(mut self, whole: bool) -> Result<Sample, MarkError> {
+        if whole {
+            let Sampler {
+                parser,
+                counts,
+                inside,
+                in_run,
+            } = &mut self;
+            parser.finish(&mut |ev| Self::count(counts, inside, in_run, ev))?;
+        }
+        Ok(self.counts)
+    }
+
+    fn count(counts: &mut Sample, inside: &mut bool, in_run: &mut bool, ev: Event<'_>) {
+        match ev {
+            Event::Data { bytes, .. } => {
+                if bytes.is_empty() {
+                    return;
+                }
+                counts.content += bytes.len() as u64;
+                if *inside {
+                    counts.classified += bytes.len() as u64;
+                }
+                if !*in_run {
+                    counts.segments += 1;
+                    *in_run = true;
+                }
+            }
+            Event::Start { .. } => (*inside, *in_run) = (true, false),
+            Event::End { .. } => (*inside, *in_run) = (false, false),
+        }
+    }
+}
+
 /// Parse `prefix`, the first bytes of a document (all of it when `whole`), and count what it
-/// holds. Of a part, a span still open at its end counts as far as it goes and a possible mark
-/// cut at its end is left out; a mark error within it is returned as the full parse would
+/// holds (see [`Sampler::finish`]); a mark error within it is returned as the full parse would
 /// report it.
 pub fn sample(cfg: &MarkConfig, prefix: &[u8], whole: bool) -> Result<Sample, MarkError> {
-    let mut parser = MarkParser::new(cfg.clone())?;
-    let mut s = Sample {
-        raw: prefix.len() as u64,
-        ..Sample::default()
-    };
-    let mut inside = false;
-    // Whether a content run is going on since the last mark, so that a run the parser splits
-    // (at an escape, say) counts once; every mark ends a run, as in the layout.
-    let mut in_run = false;
-    let mut sink = |ev: Event<'_>| match ev {
-        Event::Data { bytes, .. } => {
-            if bytes.is_empty() {
-                return;
-            }
-            s.content += bytes.len() as u64;
-            if inside {
-                s.classified += bytes.len() as u64;
-            }
-            if !in_run {
-                s.segments += 1;
-                in_run = true;
-            }
-        }
-        Event::Start { .. } => (inside, in_run) = (true, false),
-        Event::End { .. } => (inside, in_run) = (false, false),
-    };
-    parser.feed(prefix, &mut sink)?;
-    if whole {
-        parser.finish(&mut sink)?;
-    }
-    Ok(s)
+    let mut s = Sampler::new(cfg)?;
+    s.feed(prefix)?;
+    s.finish(whole)
 }
 
 /// Write `content` with the classified `ranges` marked, escaping every literal mark so that

@@ -111,7 +111,7 @@ proptest! {
     /// A sample of a whole document counts what the full parse's layout holds; a sample of a
     /// prefix never counts more than the whole.
     #[test]
-    fn a_sample_agrees_with_the_layout((content, ranges) in doc_and_ranges(), cut in 0usize..200) {
+    fn a_sample_agrees_with_the_layout((content, ranges) in doc_and_ranges(), cut in 0usize..200, sizes in chunk_sizes()) {
         let cfg = MarkConfig::default();
         let marked = marks::mark_document(&cfg, &content, &ranges);
         let layout = marks::parse_all(&cfg, &marked).unwrap().layout();
@@ -122,6 +122,17 @@ proptest! {
         let part = marks::sample(&cfg, &marked[..cut.min(marked.len())], false).unwrap();
         prop_assert!(part.content <= s.content && part.classified <= s.classified);
         prop_assert!(part.segments <= s.segments);
+        // Fed in chunks, the same counts.
+        let mut sampler = marks::Sampler::new(&cfg).unwrap();
+        let mut rest = &marked[..];
+        let mut i = 0;
+        while !rest.is_empty() {
+            let n = sizes[i % sizes.len()].min(rest.len());
+            sampler.feed(&rest[..n]).unwrap();
+            rest = &rest[n..];
+            i += 1;
+        }
+        prop_assert_eq!(sampler.finish(true).unwrap(), s);
     }
 
     #[test]

@@ -220,7 +220,7 @@ mod tests {
 
     const SUITE: (Cipher, MacAlg) = (Cipher::Aes128Gcm, MacAlg::Gmac);
     /// The sample the sender reads of a large document.
-    const AUTO_SAMPLE_FOR_TESTS: u64 = 4 << 20;
+    const AUTO_SAMPLE_FOR_TESTS: u64 = 1 << 20;
 
     /// What the first `raw` bytes of an x-P file at `p` hold (marks of 4 bytes each side).
     fn sampled(raw: u64, p: f64) -> sieve_core::marks::Sample {

@@ -400,8 +400,14 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     let mut early = None;
     if let (SendMode::Auto, Classify::Marks(m)) = (cfg.mode, &cfg.classify) {
         if !m.strip && !cfg.require_classified {
-            let c = auto_context(cfg).await;
-            early = tokio::task::block_in_place(|| early_choice(cfg, m, &inputs, &c));
+            let sampling = {
+                let (m, paths) = (m.clone(), inputs.to_vec());
+                tokio::task::spawn_blocking(move || sample_inputs(&m, &paths))
+            };
+            let (samples, c) = tokio::join!(sampling, auto_context(cfg));
+            if let Ok(Some(samples)) = samples {
+                early = early_choice(cfg, &samples, &c);
+            }
             context = Some(c);
         }
     }
@@ -633,42 +639,58 @@ fn choose_mode(
     ))
 }
 
-/// Bytes of each document `--mode auto` reads to decide before the marks scan.
-const AUTO_SAMPLE: usize = 4 << 20;
+/// Bytes of each document `--mode auto` reads to decide before the marks scan: enough to see
+/// several classified parts of most documents, little enough to cost a small share of the
+/// scan it may spare.
+const AUTO_SAMPLE: usize = 1 << 20;
 
-/// `--mode auto`'s choice before the marks scan, when the documents' sizes and first
-/// [`AUTO_SAMPLE`] bytes settle it (see [`decide::early`]), with the MACs to offer; `None` when
-/// they do not, or a document cannot be sampled (the scan then decides, and reports what is
-/// wrong). Only for a receiver whose path's rate is unknown (on this host, or not measured).
-fn early_choice(
-    cfg: &SendConfig,
+/// What the first [`AUTO_SAMPLE`] bytes of each of `inputs` hold, with its length; `None` if
+/// a document cannot be sampled (not a regular file, unreadable, badly marked within the
+/// sample: the scan then reports what is wrong).
+fn sample_inputs(
     marks: &sieve_core::marks::MarkConfig,
     inputs: &[Input],
-    context: &AutoContext,
-) -> Option<(DecisionReport, MacOffer)> {
+) -> Option<Vec<(u64, sieve_core::marks::Sample)>> {
     use std::io::Read;
-    if context.path.is_some() {
-        return None;
-    }
-    let calibration = context.calibration.as_ref().ok()?;
     let mut samples = Vec::with_capacity(inputs.len());
-    let mut buf = Vec::new();
+    // Read in pieces that stay in cache, into one buffer.
+    let mut buf = vec![0u8; 64 << 10];
     for i in inputs {
-        let file = std::fs::File::open(&i.path).ok()?;
+        let mut file = std::fs::File::open(&i.path).ok()?;
         let meta = file.metadata().ok()?;
         if !meta.is_file() {
             return None;
         }
-        buf.clear();
-        file.take(AUTO_SAMPLE as u64).read_to_end(&mut buf).ok()?;
-        let whole = buf.len() as u64 >= meta.len();
-        let sample = sieve_core::marks::sample(marks, &buf, whole).ok()?;
-        samples.push((meta.len(), sample));
+        let want = meta.len().min(AUTO_SAMPLE as u64);
+        let mut sampler = sieve_core::marks::Sampler::new(marks).ok()?;
+        let mut read = 0u64;
+        while read < want {
+            let n = (want - read).min(buf.len() as u64) as usize;
+            file.read_exact(&mut buf[..n]).ok()?;
+            sampler.feed(&buf[..n]).ok()?;
+            read += n as u64;
+        }
+        samples.push((meta.len(), sampler.finish(want == meta.len()).ok()?));
     }
+    Some(samples)
+}
+
+/// `--mode auto`'s choice before the marks scan, when the documents' `samples` settle it (see
+/// [`decide::early`]), with the MACs to offer; `None` when they do not. Only for a receiver
+/// whose path's rate is unknown (on this host, or not measured).
+fn early_choice(
+    cfg: &SendConfig,
+    samples: &[(u64, sieve_core::marks::Sample)],
+    context: &AutoContext,
+) -> Option<(DecisionReport, MacOffer)> {
+    if context.path.is_some() {
+        return None;
+    }
+    let calibration = context.calibration.as_ref().ok()?;
     let macs = mac_offer(Some(calibration));
     let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
     let mac = macs.algs().first().copied().unwrap_or(MacAlg::Gmac);
-    decide::early(calibration, (cipher, mac), context.host, &samples).map(|d| (d, macs))
+    decide::early(calibration, (cipher, mac), context.host, samples).map(|d| (d, macs))
 }
 
 /// Channel 0 opened while `inputs` are prepared ([`dial`]), unless they are too large for it
