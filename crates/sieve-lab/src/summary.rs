@@ -136,7 +136,13 @@ fn sort_key(name: &str) -> (u8, u32, String) {
 }
 
 fn render(folders: &[Folder], machine: Option<&Machine>) -> Result<String> {
-    let all: Vec<&Finding> = folders.iter().flat_map(|f| &f.findings).collect();
+    // The page's totals and its lead are about the sieve against secure-only; AUTO compares
+    // `--mode auto` with the faster of the two, and shows only in its own row.
+    let all: Vec<&Finding> = folders
+        .iter()
+        .flat_map(|f| &f.findings)
+        .filter(|f| f.experiment != crate::experiments::AUTO_ID)
+        .collect();
     let strongest = |want: Outcome| {
         all.iter()
             .filter(|f| f.outcome == want)
@@ -306,6 +312,25 @@ mod tests {
         assert!(
             lead.contains("is faster than") && !lead.contains("slower"),
             "{lead}"
+        );
+
+        // AUTO's comparisons (auto against the faster mode) have their row, not the lead.
+        let auto = crate::experiments::AUTO_ID;
+        let text = render(
+            &[
+                folder("F5.7", vec![finding("F5.7", 50.0, 70.0)]),
+                folder(auto, vec![finding(auto, -90.0, -80.0)]),
+            ],
+            None,
+        )
+        .unwrap();
+        let lead = text.split("## Where").next().unwrap();
+        assert!(!lead.contains(auto) && !lead.contains("slower"), "{lead}");
+        assert!(
+            text.contains(&format!(
+                "| [{auto}]({auto}/report.md) | t | 1 | 0 | 0 | 1 |"
+            )),
+            "{text}"
         );
     }
 

@@ -31,7 +31,9 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::common::report::Report;
+
 use crate::common::Ctx;
+pub(crate) use auto::ID as AUTO_ID;
 
 /// One experiment: given the results folder, it measures, writes `data.csv` and its figures into
 /// its own folder(s) there, and returns their reports: one [`Output`] per folder (two where one
@@ -192,7 +194,7 @@ pub(crate) fn all() -> Vec<Experiment> {
             compress::run
         ),
         single!(
-            "AUTO",
+            AUTO_ID,
             "--mode auto, the default, against the faster fixed mode: 1 MB to 1 GiB, loopback, no AES instructions, 100 Mbit/s",
             auto::run
         ),
