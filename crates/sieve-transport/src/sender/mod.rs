@@ -32,11 +32,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde::Serialize;
 use sieve_core::batch::BatchSplit;
 use sieve_core::compress::Compression;
-use sieve_core::mac::{MacAlg, MacOffer};
+use sieve_core::mac::MacOffer;
 use sieve_core::message::{self, AckStatus, Mode};
 use sieve_core::sender::{DocSpec, SenderConfig, SenderSession};
 use sieve_core::split::Split;
@@ -49,6 +49,7 @@ use crate::source::{Classify, Source};
 use crate::tls::LegacyConnector;
 
 mod answers;
+mod auto;
 mod channel;
 mod compress;
 mod connect;
@@ -66,6 +67,7 @@ pub use sieve_core::report::{
 
 pub use inputs::{Expanded, Input};
 
+use auto::{auto_context, choose_mode, early_choice, mac_offer, sample_inputs};
 use connect::connect;
 pub use connect::{with_default_port, DEFAULT_PORT};
 use dial::Dial;
@@ -559,144 +561,6 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     Ok(prepared)
 }
 
-/// What `--mode auto` needs besides the documents: this machine's calibration (cached; measured
-/// in a few milliseconds the first time), where the receiver runs, and for a receiver on another
-/// host the rate of the path its last session to it measured ([`crate::paths`]). Gathered while
-/// the documents are sieved.
-struct AutoContext {
-    host: sieve_core::cost::Host,
-    path: Option<crate::paths::PathRecord>,
-    calibration: Result<crate::calibrate::Calibration>,
-}
-
-async fn auto_context(cfg: &SendConfig) -> AutoContext {
-    let host = decide::host_of(&cfg.to).await;
-    let path = match (&cfg.path_memory, host.shared) {
-        (Some(file), false) => {
-            let (file, to) = (file.clone(), cfg.to.clone());
-            tokio::task::spawn_blocking(move || crate::paths::recall(&file, &to))
-                .await
-                .ok()
-                .flatten()
-        }
-        _ => None,
-    };
-    let calibration = tokio::task::spawn_blocking(crate::calibrate::Calibration::cached)
-        .await
-        .map_err(anyhow::Error::from)
-        .context("the machine's calibration for --mode auto failed");
-    AutoContext {
-        host,
-        path,
-        calibration,
-    }
-}
-
-/// `--mode auto`'s choice for `sources`, sieved as the sieve sends them, in `context`: with the
-/// suite `cfg` asks for, the MAC HELLO offers, and on a remembered path what compressing a
-/// sample of the cleartext leaves when that receiver accepts compressed cleartext.
-///
-/// The documents are sieved by now: their marks scan is spent whichever mode is chosen, so the
-/// model prices what each mode has still to do (a near tie before the scan becomes the sieve's
-/// after it: on loopback, 1 GiB at P = 0.5 took 306 ms in the sieve against 320 secure-only).
-fn choose_mode(
-    cfg: &SendConfig,
-    sources: &[Source],
-    context: AutoContext,
-    macs: MacOffer,
-) -> Result<DecisionReport> {
-    let AutoContext {
-        host,
-        path,
-        calibration,
-    } = context;
-    let calibration = calibration?;
-    let share = match path {
-        Some(p)
-            if p.compresses != Some(false)
-                && cfg.compress != sieve_core::compress::Compression::Off =>
-        {
-            tokio::task::block_in_place(|| cleartext_sample(sources))
-                .map_or(1.0, |s| crate::paths::cleartext_share(&s))
-        }
-        _ => 1.0,
-    };
-    let docs: Vec<sieve_core::cost::DocShape> = sources
-        .iter()
-        .map(|s| sieve_core::cost::DocShape {
-            bytes: s.layout.content_len(),
-            classified: s.stream_len(Kind::Secure),
-            // Spent already, whichever mode is chosen.
-            scanned: false,
-            segments: s.layout.lens.len() as u64,
-            cleartext_wire: share,
-        })
-        .collect();
-    let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
-    Ok(decide::choose(
-        &calibration,
-        // The receiver chooses among the offer; on a machine like this one, the first.
-        (cipher, macs.algs().first().copied().unwrap_or(MacAlg::Gmac)),
-        host,
-        &docs,
-        path.map(|p| p.rate_gbps),
-    ))
-}
-
-/// Bytes of each document `--mode auto` reads to decide before the marks scan: enough to see
-/// several classified parts of most documents, little enough to cost a small share of the
-/// scan it may spare.
-const AUTO_SAMPLE: usize = 1 << 20;
-
-/// What the first [`AUTO_SAMPLE`] bytes of each of `inputs` hold, with its length; `None` if
-/// a document cannot be sampled (not a regular file, unreadable, badly marked within the
-/// sample: the scan then reports what is wrong).
-fn sample_inputs(
-    marks: &sieve_core::marks::MarkConfig,
-    inputs: &[Input],
-) -> Option<Vec<(u64, sieve_core::marks::Sample)>> {
-    use std::io::Read;
-    let mut samples = Vec::with_capacity(inputs.len());
-    // Read in pieces that stay in cache, into one buffer.
-    let mut buf = vec![0u8; 64 << 10];
-    for i in inputs {
-        let mut file = std::fs::File::open(&i.path).ok()?;
-        let meta = file.metadata().ok()?;
-        if !meta.is_file() {
-            return None;
-        }
-        let want = meta.len().min(AUTO_SAMPLE as u64);
-        let mut sampler = sieve_core::marks::Sampler::new(marks).ok()?;
-        let mut read = 0u64;
-        while read < want {
-            let n = (want - read).min(buf.len() as u64) as usize;
-            file.read_exact(&mut buf[..n]).ok()?;
-            sampler.feed(&buf[..n]).ok()?;
-            read += n as u64;
-        }
-        samples.push((meta.len(), sampler.finish(want == meta.len()).ok()?));
-    }
-    Some(samples)
-}
-
-/// `--mode auto`'s choice before the marks scan, when the documents' `samples` settle it (see
-/// [`decide::early`]), with the MACs to offer; `None` when they do not. Only for a receiver
-/// whose path's rate is unknown (on this host, or not measured).
-fn early_choice(
-    cfg: &SendConfig,
-    samples: &[(u64, sieve_core::marks::Sample)],
-    context: &AutoContext,
-) -> Option<(DecisionReport, MacOffer)> {
-    if context.path.is_some() {
-        return None;
-    }
-    let calibration = context.calibration.as_ref().ok()?;
-    let macs = mac_offer(Some(calibration));
-    let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
-    let mac = macs.algs().first().copied().unwrap_or(MacAlg::Gmac);
-    decide::early(calibration, (cipher, mac), context.host, samples).map(|d| (d, macs))
-}
-
 /// Channel 0 opened while `inputs` are prepared ([`dial`]), unless they are too large for it
 /// to pay or cannot be measured (preparing them then says what is wrong).
 fn dial_ahead(cfg: &SendConfig, inputs: &[Input]) -> Option<Dial> {
@@ -713,28 +577,6 @@ fn dial_ahead(cfg: &SendConfig, inputs: &[Input]) -> Option<Dial> {
         cfg.plain_channels
     };
     Dial::start(cfg, n_plain).ok()
-}
-
-/// The first [`crate::paths::SAMPLE_LEN`] bytes of cleartext of the first document that has
-/// any (`None` if none has, or it cannot be read).
-fn cleartext_sample(sources: &[Source]) -> Option<Vec<u8>> {
-    let src = sources.iter().find(|s| s.stream_len(Kind::Plain) > 0)?;
-    let n = src
-        .stream_len(Kind::Plain)
-        .min(crate::paths::SAMPLE_LEN as u64) as usize;
-    let mut buf = vec![0u8; n];
-    src.read(Kind::Plain, 0, &mut buf).ok()?;
-    Some(buf)
-}
-
-/// The cleartext MACs HELLO offers: every one this sender supports, fastest first by
-/// `calibration` (the receiver chooses among them by its own speeds: see
-/// [`sieve_core::mac::negotiate`]); without a calibration, GMAC first, the order of a CPU with
-/// AES and carry-less multiply instructions.
-fn mac_offer(calibration: Option<&crate::calibrate::Calibration>) -> MacOffer {
-    calibration.map_or_else(MacOffer::default, |c| {
-        MacOffer::from_preference(&c.mac_preference())
-    })
 }
 
 /// Send `files`, each under its base name, in one session: [`prepare`] then [`send_prepared`].
