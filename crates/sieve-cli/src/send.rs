@@ -51,9 +51,7 @@ pub struct Args {
     /// auto: sieve or secure-only, chosen once the documents are sieved from their size, their
     /// share of classified bytes and this machine's measured speeds (`sieve calibrate`), and for
     /// a receiver on another host the path's rate its last session measured (kept in
-    /// ~/.cache/sieve/paths.json) with what compression makes of a sample of the cleartext;
-    /// where each document's size and first MiB already make secure-only at least 10 % faster,
-    /// they are sent as secure-only sends them, without scanning the rest of their marks; the
+    /// ~/.cache/sieve/paths.json) with what compression makes of a sample of the cleartext; the
     /// choice and its reason in --json as `decision`; sieve: split each document by its marks;
     /// secure-only: send every byte over TLS.
     #[arg(long, value_enum, default_value = "auto")]

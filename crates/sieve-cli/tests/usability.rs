@@ -145,8 +145,7 @@ fn auto_mode_reports_its_choice_and_delivers_the_document_intact() {
     }
 
     // A few marked bytes: the sieve's plain connection alone costs more than sealing them, so
-    // auto sends them secure-only, decided from their size and first bytes before scanning
-    // the rest; they arrive with their marks.
+    // auto sends them secure-only, after having sieved them; they arrive with their marks.
     let tiny = b"name,<$S>Jane Doe<$E>,42\n<$S>x<$E>\\<$S>y\n".to_vec();
     let p = write(root.path(), "tiny.txt", &tiny);
     let o = send(&[], &p);
@@ -156,9 +155,6 @@ fn auto_mode_reports_its_choice_and_delivers_the_document_intact() {
         "the default is auto and the summary says what it chose: {err}"
     );
     assert_eq!(std::fs::read(out.join("tiny.txt")).unwrap(), tiny);
-    let v = json(&send(&["--json"], &write(root.path(), "tiny2.txt", &tiny)));
-    let reason = v["decision"]["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("before scanning the rest"), "{v}");
 
     for mode in ["sieve", "secure-only"] {
         let name = format!("explicit-{mode}.txt");

@@ -108,33 +108,6 @@ proptest! {
         prop_assert_eq!(col.finish(), whole);
     }
 
-    /// A sample of a whole document counts what the full parse's layout holds; a sample of a
-    /// prefix never counts more than the whole.
-    #[test]
-    fn a_sample_agrees_with_the_layout((content, ranges) in doc_and_ranges(), cut in 0usize..200, sizes in chunk_sizes()) {
-        let cfg = MarkConfig::default();
-        let marked = marks::mark_document(&cfg, &content, &ranges);
-        let layout = marks::parse_all(&cfg, &marked).unwrap().layout();
-        let s = marks::sample(&cfg, &marked, true).unwrap();
-        prop_assert_eq!(s.content, layout.content_len());
-        prop_assert_eq!(s.classified, layout.stream_len(Kind::Secure));
-        prop_assert_eq!(s.segments, layout.lens.iter().filter(|&&l| l > 0).count() as u64);
-        let part = marks::sample(&cfg, &marked[..cut.min(marked.len())], false).unwrap();
-        prop_assert!(part.content <= s.content && part.classified <= s.classified);
-        prop_assert!(part.segments <= s.segments);
-        // Fed in chunks, the same counts.
-        let mut sampler = marks::Sampler::new(&cfg).unwrap();
-        let mut rest = &marked[..];
-        let mut i = 0;
-        while !rest.is_empty() {
-            let n = sizes[i % sizes.len()].min(rest.len());
-            sampler.feed(&rest[..n]).unwrap();
-            rest = &rest[n..];
-            i += 1;
-        }
-        prop_assert_eq!(sampler.finish(true).unwrap(), s);
-    }
-
     #[test]
     fn parallel_parse_equals_sequential((content, ranges) in doc_and_ranges(), threads in 1usize..6, min_part in 1usize..48, strip in any::<bool>()) {
         let marked = marks::mark_document(&MarkConfig { strip: true, ..MarkConfig::default() }, &content, &ranges);

@@ -1,7 +1,6 @@
 //! `--mode auto` as the sender drives it: what the choice needs besides the documents (this
-//! machine's calibration, where the receiver runs, the path's remembered rate), the documents'
-//! first bytes for a choice before the marks scan, the choice once they are sieved, and the MACs
-//! HELLO offers. The model itself is pure ([`super::decide`], [`sieve_core::cost`]); this file
+//! machine's calibration, where the receiver runs, the path's remembered rate), the choice once
+//! they are sieved, and the MACs HELLO offers. The model itself is pure ([`super::decide`], [`sieve_core::cost`]); this file
 //! reads files and caches for it.
 
 use anyhow::{Context, Result};
@@ -9,7 +8,7 @@ use sieve_core::mac::{MacAlg, MacOffer};
 use sieve_core::Kind;
 
 use super::decide;
-use super::{DecisionReport, Input, SendConfig};
+use super::{DecisionReport, SendConfig};
 use crate::source::Source;
 
 /// What `--mode auto` needs besides the documents: this machine's calibration (cached; measured
@@ -94,60 +93,6 @@ pub(super) fn choose_mode(
         &docs,
         path.map(|p| p.rate_gbps),
     ))
-}
-
-/// Bytes of each document `--mode auto` reads to decide before the marks scan: enough to see
-/// several classified parts of most documents, little enough to cost a small share of the
-/// scan it may spare.
-pub(super) const AUTO_SAMPLE: usize = 1 << 20;
-
-/// What the first [`AUTO_SAMPLE`] bytes of each of `inputs` hold, with its length; `None` if
-/// a document cannot be sampled (not a regular file, unreadable, badly marked within the
-/// sample: the scan then reports what is wrong).
-pub(super) fn sample_inputs(
-    marks: &sieve_core::marks::MarkConfig,
-    inputs: &[Input],
-) -> Option<Vec<(u64, sieve_core::marks::Sample)>> {
-    use std::io::Read;
-    let mut samples = Vec::with_capacity(inputs.len());
-    // Read in pieces that stay in cache, into one buffer.
-    let mut buf = vec![0u8; 64 << 10];
-    for i in inputs {
-        let mut file = std::fs::File::open(&i.path).ok()?;
-        let meta = file.metadata().ok()?;
-        if !meta.is_file() {
-            return None;
-        }
-        let want = meta.len().min(AUTO_SAMPLE as u64);
-        let mut sampler = sieve_core::marks::Sampler::new(marks).ok()?;
-        let mut read = 0u64;
-        while read < want {
-            let n = (want - read).min(buf.len() as u64) as usize;
-            file.read_exact(&mut buf[..n]).ok()?;
-            sampler.feed(&buf[..n]).ok()?;
-            read += n as u64;
-        }
-        samples.push((meta.len(), sampler.finish(want == meta.len()).ok()?));
-    }
-    Some(samples)
-}
-
-/// `--mode auto`'s choice before the marks scan, when the documents' `samples` settle it (see
-/// [`decide::early`]), with the MACs to offer; `None` when they do not. Only for a receiver
-/// whose path's rate is unknown (on this host, or not measured).
-pub(super) fn early_choice(
-    cfg: &SendConfig,
-    samples: &[(u64, sieve_core::marks::Sample)],
-    context: &AutoContext,
-) -> Option<(DecisionReport, MacOffer)> {
-    if context.path.is_some() {
-        return None;
-    }
-    let calibration = context.calibration.as_ref().ok()?;
-    let macs = mac_offer(Some(calibration));
-    let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
-    let mac = macs.algs().first().copied().unwrap_or(MacAlg::Gmac);
-    decide::early(calibration, (cipher, mac), context.host, samples).map(|d| (d, macs))
 }
 
 /// The first [`crate::paths::SAMPLE_LEN`] bytes of cleartext of the first document that has

@@ -85,61 +85,6 @@ pub fn choose(
     }
 }
 
-/// How much slower the sieve must be predicted, at the documents' sampled P, for auto to choose
-/// secure-only before scanning their marks: a sample may misjudge the rest of a document, so
-/// only a clear call is made this early.
-pub const EARLY_MARGIN: f64 = 0.10;
-
-/// The model's choice from `samples` (each document's length in bytes and what its first bytes
-/// held, [`sieve_core::marks::sample`]), if it is secure-only by more than [`EARLY_MARGIN`]:
-/// auto then sends the documents as `--mode secure-only` does, without scanning the rest of
-/// their marks (the scan would cost more than the choice can gain: a tenth of a 1 GiB
-/// secure-only transfer on loopback). Otherwise `None`: the documents are scanned and the
-/// choice made on what they hold. Pure.
-pub fn early(
-    calibration: &Calibration,
-    suite: (Cipher, MacAlg),
-    host: Host,
-    samples: &[(u64, sieve_core::marks::Sample)],
-) -> Option<DecisionReport> {
-    let docs: Vec<DocShape> = samples
-        .iter()
-        .map(|&(len, s)| {
-            // The sample's shares, carried to the whole document.
-            let scale = if s.raw == 0 {
-                1.0
-            } else {
-                len as f64 / s.raw as f64
-            };
-            let content = if s.raw == 0 {
-                len
-            } else {
-                (s.content as f64 * scale).round() as u64
-            };
-            DocShape {
-                bytes: content,
-                classified: (content as f64 * s.proportion()).round() as u64,
-                scanned: true,
-                segments: (s.segments as f64 * scale).ceil() as u64,
-                cleartext_wire: 1.0,
-            }
-        })
-        .collect();
-    let d = choose(calibration, suite, host, &docs, None);
-    let sampled: u64 = samples.iter().map(|(_, s)| s.raw).sum();
-    let total: u64 = samples.iter().map(|(len, _)| len).sum();
-    let clear = d.chosen == Mode::SecureOnly
-        && d.predicted_ms.sieve >= d.predicted_ms.secure_only * (1.0 + EARLY_MARGIN);
-    clear.then(|| DecisionReport {
-        reason: format!(
-            "{} (decided from the first {} of {} bytes, before scanning the rest: sent as \
-             secure-only sends them)",
-            d.reason, sampled, total
-        ),
-        ..d
-    })
-}
-
 /// Where the receiver at `to` (`host:port`) runs, as the model needs it: this machine's cores,
 /// shared with the receiver when `to` names this machine (a loopback address, or one of this
 /// machine's own). A name that does not resolve is taken as another host; connecting reports
@@ -219,54 +164,6 @@ mod tests {
     }
 
     const SUITE: (Cipher, MacAlg) = (Cipher::Aes128Gcm, MacAlg::Gmac);
-    /// The sample the sender reads of a large document.
-    const AUTO_SAMPLE_FOR_TESTS: u64 = 1 << 20;
-
-    /// What the first `raw` bytes of an x-P file at `p` hold (marks of 4 bytes each side).
-    fn sampled(raw: u64, p: f64) -> sieve_core::marks::Sample {
-        let parts = raw.div_ceil(200_000);
-        let content = raw - parts * 8;
-        sieve_core::marks::Sample {
-            raw,
-            content,
-            classified: (content as f64 * p) as u64,
-            segments: 2 * parts + 1,
-        }
-    }
-
-    /// The speeds `sieve calibrate` measured on this project's AMD EPYC with AES-NI and VAES.
-    fn fast_aes() -> Calibration {
-        Calibration {
-            memcpy: 30.0,
-            scan: 40.0,
-            ..calibration(24.0, 32.0)
-        }
-    }
-
-    /// Auto decides before the scan only where the sample makes secure-only a clear call: a
-    /// small document on a fast AES machine on one host, whatever its P; not a large one
-    /// mostly in the clear, nor any document without AES instructions.
-    #[test]
-    fn early_choices_are_clear_calls_only() {
-        for p in [0.1, 0.9] {
-            let full = choose(&fast_aes(), SUITE, shared(), &[doc(MB, p, true)], None);
-            let d = early(&fast_aes(), SUITE, shared(), &[(MB, sampled(MB, p))])
-                .unwrap_or_else(|| panic!("no early choice at P = {p}: {full:?}"));
-            assert_eq!(d.chosen, Mode::SecureOnly);
-            assert!(d.predicted_ms.sieve >= d.predicted_ms.secure_only * (1.0 + EARLY_MARGIN));
-            assert!(
-                d.reason.contains("before scanning the rest"),
-                "{}",
-                d.reason
-            );
-        }
-        let big = (GIB, sampled(AUTO_SAMPLE_FOR_TESTS, 0.1));
-        assert_eq!(early(&fast_aes(), SUITE, shared(), &[big]), None);
-        assert_eq!(
-            early(&no_aes(), SUITE, shared(), &[(MB, sampled(MB, 0.1))]),
-            None
-        );
-    }
 
     #[test]
     fn a_large_mostly_clear_document_without_aes_goes_through_the_sieve() {

@@ -67,7 +67,7 @@ pub use sieve_core::report::{
 
 pub use inputs::{Expanded, Input};
 
-use auto::{auto_context, choose_mode, early_choice, mac_offer, sample_inputs};
+use auto::{auto_context, choose_mode, mac_offer};
 use connect::connect;
 pub use connect::{with_default_port, DEFAULT_PORT};
 use dial::Dial;
@@ -396,24 +396,7 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     // until they are ready, and they are dropped unused if one of them cannot be sent.
     let dial = dial_ahead(cfg, &inputs);
     let t_sieve = Instant::now();
-    // Auto may see from the documents' sizes and first bytes that secure-only is faster
-    // whatever the rest holds; it then sends them as `--mode secure-only` would, unscanned.
-    let mut context = None;
-    let mut early = None;
-    if let (SendMode::Auto, Classify::Marks(m)) = (cfg.mode, &cfg.classify) {
-        if !m.strip && !cfg.require_classified {
-            let sampling = {
-                let (m, paths) = (m.clone(), inputs.to_vec());
-                tokio::task::spawn_blocking(move || sample_inputs(&m, &paths))
-            };
-            let (samples, c) = tokio::join!(sampling, auto_context(cfg));
-            if let Ok(Some(samples)) = samples {
-                early = early_choice(cfg, &samples, &c);
-            }
-            context = Some(c);
-        }
-    }
-    let classify = if secure_only || early.is_some() {
+    let classify = if secure_only {
         match &cfg.classify {
             // Secure-only keeps the bytes as they are, unless marks must be stripped.
             Classify::Marks(m) if m.strip => Classify::Marks(m.clone()),
@@ -438,10 +421,9 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     // What auto needs besides the documents is gathered meanwhile; a fixed mode only orders
     // the MACs it offers, by this machine's calibration if one was ever measured.
     let auto = async {
-        match (cfg.mode, context) {
-            (SendMode::Auto, Some(c)) => (Some(c), None),
-            (SendMode::Auto, None) => (Some(auto_context(cfg).await), None),
-            (SendMode::Fixed(_), _) => {
+        match cfg.mode {
+            SendMode::Auto => (Some(auto_context(cfg).await), None),
+            SendMode::Fixed(_) => {
                 let known =
                     tokio::task::spawn_blocking(crate::calibrate::Calibration::cached_if_any)
                         .await
@@ -526,11 +508,9 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             if bare.len() == 1 { " has" } else { "s have" },
         );
     }
-    let (mode, decision, macs) = match (cfg.mode, auto, early) {
-        (SendMode::Fixed(m), ..) => (m, None, mac_offer(known.as_ref())),
-        // Prepared as secure-only prepares them.
-        (SendMode::Auto, _, Some((d, macs))) => (Mode::SecureOnly, Some(d), macs),
-        (SendMode::Auto, auto, None) => {
+    let (mode, decision, macs) = match (cfg.mode, auto) {
+        (SendMode::Fixed(m), _) => (m, None, mac_offer(known.as_ref())),
+        (SendMode::Auto, auto) => {
             let context = match auto {
                 Some(c) => c,
                 None => auto_context(cfg).await,
