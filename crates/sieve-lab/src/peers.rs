@@ -526,7 +526,8 @@ impl Peer for Scp {
 }
 
 /// `rsync -z` over ssh to our own sshd (the same daemon set-up as [`Scp`]): rsync compresses
-/// the file's data with zlib and ssh encrypts it. The file lands in a temporary folder on the
+/// the file's data as one stream (with zstd where both ends have rsync 3.2 or later, which
+/// negotiates it for `-z` before zlib) and ssh encrypts it. The file lands in a temporary folder on the
 /// receiving side (rsync writes a temporary file and renames it, which `/dev/null` does not
 /// allow) and is removed after each transfer; `--whole-file`, since there is nothing to delta
 /// against.
