@@ -1,8 +1,8 @@
 //! COMPRESS, our own: compression of the cleartext (seed 004, ACCENT) across link rates, corpora
 //! and P, against secure-only and against the tools that compress everything.
 //!
-//! Links of 10, 54, 100 and 1000 Mbit/s (two network namespaces, `tbf` both ways, as the lab
-//! builds them) and loopback. Corpora: the `sieve gen` kinds (prose, CSV, JSON lines, logs, and
+//! Links of 10, 54, 100 and 1000 Mbit/s (two network namespaces routed through a third, `tbf`
+//! both ways there, as the lab builds them) and loopback. Corpora: the `sieve gen` kinds (prose, CSV, JSON lines, logs, and
 //! the thesis's x-P letters) and real text already on the machine (the Rust toolchain's HTML
 //! documentation and the cargo registry's crate sources, classified by a ranges file with five
 //! equal parts per MiB). The sieve with `auto`, with ACCENT's policy, with fixed levels and off;
@@ -377,8 +377,8 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
         ));
     }
     report.emulated = "links of 10, 54, 100 and 1000 Mbit/s between two network namespaces \
-                       (tbf both ways, no added delay), and loopback; sender and receiver share \
-                       this machine's cores."
+                       (tbf both ways in a third namespace that routes between them, no added \
+                       delay), and loopback; sender and receiver share this machine's cores."
         .into();
     Ok(report)
 }

@@ -5,9 +5,15 @@
 //! client in Windows' "power saving" plan for the slow case. We cannot rewire the machine, so we
 //! emulate each factor with what Linux gives root:
 //!
-//! - **Links** ([`NetPair`]): two network namespaces joined by a veth pair, the rate limited in
-//!   *both* directions by a token-bucket qdisc (`tbf`) on each end, with the propagation delay
-//!   (`netem`) under it. Where the kernel has no `netem` and the link has a delay, the namespaces
+//! - **Links** ([`NetPair`]): two network namespaces, each joined by a veth pair to a third that
+//!   routes between them, the rate limited in *both* directions by a token-bucket qdisc (`tbf`)
+//!   on the router's two interfaces, with the propagation delay (`netem`) under it. The
+//!   bottleneck is in the network, as on a real path: shaped on the sender's own interface, its
+//!   50 ms queue (62 KB at 10 Mbit/s) is far below what a socket may keep queued below TCP
+//!   (`tcp_limit_output_bytes`, 4 MiB on recent kernels), so the kernel dropped its own sockets'
+//!   packets and refused their retransmissions (`TcpExtTCPRetransFail`), and two flows at once
+//!   (the sieve's channels) fell into retransmission storms: 4 MiB of logs over 10 Mbit/s took
+//!   3.6 s in some rounds and 4.5-5.3 s in others, against 3.6 s in every round routed. Where the kernel has no `netem` and the link has a delay, the namespaces
 //!   are joined instead by a userspace delay line ([`delay_line`]): a TUN interface in each and
 //!   two threads of the lab that hold every packet for the delay and serialize it at the rate.
 //!   [`NetPair::delay_by`] says which was used. Traffic between the namespaces never leaves the
@@ -51,6 +57,9 @@ const PREFIX: &str = "sieve-lab-";
 /// is created, so the names never collide with the host's interfaces or with another pair's.
 const CLIENT_IF: &str = "sv-client";
 const SERVER_IF: &str = "sv-server";
+/// The router's ends of the two veth pairs of a routed link.
+const ROUTER_CLIENT_IF: &str = "sv-r-client";
+const ROUTER_SERVER_IF: &str = "sv-r-server";
 
 /// Sequence number that makes names unique within one process (the pid makes them unique across
 /// processes) and picks the /30 subnet of each pair.
@@ -118,11 +127,11 @@ pub(crate) const WIFI: LinkSpec = LinkSpec {
 /// How a [`NetPair`]'s link gets its delay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub(crate) enum DelayBy {
-    /// The kernel's `netem` qdisc, under `tbf` for the rate, on a veth pair.
+    /// The kernel's `netem` qdisc, under `tbf` for the rate, in a namespace that routes between the two.
     Netem,
     /// The userspace delay line between two TUN interfaces, which also applies the rate.
     Line,
-    /// No delay: the link has none (veth and `tbf` only).
+    /// No delay: the link has none (`tbf` only, in a namespace that routes between the two).
     Nothing,
 }
 
@@ -130,12 +139,14 @@ impl DelayBy {
     /// How the report names it.
     pub(crate) fn words(self) -> &'static str {
         match self {
-            DelayBy::Netem => "the kernel's netem (rate by tbf, on a veth pair)",
+            DelayBy::Netem => {
+                "the kernel's netem (rate by tbf, in a namespace routing between the two)"
+            }
             DelayBy::Line => {
                 "the lab's userspace delay line (a TUN interface in each namespace; rate, delay \
                  and loss applied by the forwarder, as mahimahi's mm-link does)"
             }
-            DelayBy::Nothing => "no delay (rate by tbf, on a veth pair)",
+            DelayBy::Nothing => "no delay (rate by tbf, in a namespace routing between the two)",
         }
     }
 }
@@ -145,23 +156,26 @@ impl DelayBy {
 pub(crate) enum Side {
     /// The sender's namespace (`10.77.N.1`).
     Client,
-    /// The receiver's namespace (`10.77.N.2`).
+    /// The receiver's namespace (`10.77.N.2` over the delay line, `10.77.N.5` routed).
     Server,
 }
 
 /// Two network namespaces joined by a shaped veth link; see the module documentation.
 ///
-/// Dropping it kills whatever still runs inside the two namespaces (only processes started there,
-/// which can only be ours) and deletes them, which also destroys the veth pair and its qdiscs.
+/// Dropping it kills whatever still runs inside its namespaces (only processes started there,
+/// which can only be ours) and deletes them, which also destroys the veth pairs and their qdiscs.
 #[derive(Debug)]
 pub(crate) struct NetPair {
     /// Name of the sender's namespace (for `ip netns exec`).
     pub(crate) client_ns: String,
     /// Name of the receiver's namespace.
     pub(crate) server_ns: String,
+    /// The namespace that routes between the two and shapes the link (veth links only).
+    router_ns: Option<String>,
     /// Address of the sender, `10.77.N.1/30`.
     pub(crate) client_ip: Ipv4Addr,
-    /// Address of the receiver, `10.77.N.2/30`: where the sender connects to.
+    /// Address of the receiver, where the sender connects to: `10.77.N.2/30` over the delay
+    /// line, `10.77.N.5/30` behind the router.
     pub(crate) server_ip: Ipv4Addr,
     /// The link this pair emulates.
     pub(crate) link: LinkSpec,
@@ -178,7 +192,7 @@ impl NetPair {
     /// `tag` only makes names readable (`sieve-lab-<pid>-<seq>-<tag>-c`); any characters other
     /// than ASCII letters, digits and `_` are dropped.
     /// The delay is applied by `netem` where the kernel has it, else by the userspace delay line
-    /// (see [`DelayBy`]); a link without delay or loss is a veth pair with `tbf`.
+    /// (see [`DelayBy`]); a link without delay or loss is routed over veth pairs with `tbf`.
     pub(crate) fn create(tag: &str, link: &LinkSpec) -> Result<NetPair> {
         let by = if link.delay_ms == 0.0 && link.loss == 0.0 {
             DelayBy::Nothing
@@ -213,11 +227,13 @@ impl NetPair {
         // The subnet number only has to differ between pairs for readability of `ip` output:
         // each pair's addresses live in namespaces of their own and cannot clash with anything.
         let subnet = ((std::process::id() + seq) % 250 + 1) as u8;
+        let routed = by != DelayBy::Line;
         let mut pair = NetPair {
             client_ns: format!("{base}-c"),
             server_ns: format!("{base}-s"),
+            router_ns: routed.then(|| format!("{base}-r")),
             client_ip: Ipv4Addr::new(10, 77, subnet, 1),
-            server_ip: Ipv4Addr::new(10, 77, subnet, 2),
+            server_ip: Ipv4Addr::new(10, 77, subnet, if routed { 5 } else { 2 }),
             link: *link,
             delay_by: by,
             line: None,
@@ -246,35 +262,82 @@ impl NetPair {
             )?);
             return Ok(());
         }
-        // Both ends are created directly inside their namespaces, never in the host's.
-        run(Command::new("ip").args([
-            "link",
-            "add",
-            CLIENT_IF,
-            "netns",
-            &self.client_ns,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            SERVER_IF,
-            "netns",
-            &self.server_ns,
-        ]))?;
-        let ends = [
-            (self.client_ns.clone(), CLIENT_IF, self.client_ip),
-            (self.server_ns.clone(), SERVER_IF, self.server_ip),
+        let Some(router) = self.router_ns.clone() else {
+            bail!("a veth link needs its router namespace");
+        };
+        run(Command::new("ip").args(["netns", "add", &router]))?;
+        // Every end is created directly inside its namespace, never in the host's. The client's
+        // /30 holds .1 (client) and .2 (router), the server's .5 (server) and .6 (router).
+        let [a, b, c, _] = self.client_ip.octets();
+        let at = |last: u8| Ipv4Addr::new(a, b, c, last);
+        let sides = [
+            (
+                &self.client_ns,
+                CLIENT_IF,
+                ROUTER_CLIENT_IF,
+                at(1),
+                at(2),
+                at(4),
+            ),
+            (
+                &self.server_ns,
+                SERVER_IF,
+                ROUTER_SERVER_IF,
+                at(5),
+                at(6),
+                at(0),
+            ),
         ];
-        for (ns, dev, ip) in &ends {
-            let addr = format!("{ip}/30");
-            run(Command::new("ip").args(["-n", ns, "addr", "add", &addr, "dev", dev]))?;
+        for (ns, dev, peer, ip, gateway, other) in sides {
+            run(Command::new("ip").args([
+                "link", "add", dev, "netns", ns, "type", "veth", "peer", "name", peer, "netns",
+                &router,
+            ]))?;
+            run(Command::new("ip").args([
+                "-n",
+                ns,
+                "addr",
+                "add",
+                &format!("{ip}/30"),
+                "dev",
+                dev,
+            ]))?;
+            run(Command::new("ip").args([
+                "-n",
+                &router,
+                "addr",
+                "add",
+                &format!("{gateway}/30"),
+                "dev",
+                peer,
+            ]))?;
             run(Command::new("ip").args(["-n", ns, "link", "set", "lo", "up"]))?;
             run(Command::new("ip").args(["-n", ns, "link", "set", dev, "up"]))?;
+            run(Command::new("ip").args(["-n", &router, "link", "set", peer, "up"]))?;
+            run(Command::new("ip").args([
+                "-n",
+                ns,
+                "route",
+                "add",
+                &format!("{other}/30"),
+                "via",
+                &gateway.to_string(),
+            ]))?;
         }
-        for (ns, dev, _) in &ends {
-            shape(ns, dev, &self.link)?;
+        run(Command::new("ip").args([
+            "netns",
+            "exec",
+            &router,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ]))?;
+        // Each direction is shaped where it leaves the router: towards the server for what the
+        // client sends, towards the client for what the server sends.
+        for dev in [ROUTER_SERVER_IF, ROUTER_CLIENT_IF] {
+            shape(&router, dev, &self.link)?;
             if self.delay_by == DelayBy::Netem {
-                add_delay(ns, dev, self.link.delay_ms, self.link.loss)?;
+                add_delay(&router, dev, self.link.delay_ms, self.link.loss)?;
             }
         }
         Ok(())
@@ -324,7 +387,10 @@ impl Drop for NetPair {
     fn drop(&mut self) {
         // The forwarder first: its threads stop and its TUN interfaces go with their descriptors.
         drop(self.line.take());
-        for ns in [&self.client_ns, &self.server_ns] {
+        for ns in [&self.client_ns, &self.server_ns]
+            .into_iter()
+            .chain(self.router_ns.as_ref())
+        {
             delete_netns(ns);
         }
     }

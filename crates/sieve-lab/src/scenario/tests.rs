@@ -75,9 +75,33 @@ fn check_link_rate(link: &LinkSpec) {
     let names;
     {
         let net = NetPair::create("test", link).expect("create the link");
-        names = [net.client_ns.clone(), net.server_ns.clone()];
+        names = [
+            Some(net.client_ns.clone()),
+            Some(net.server_ns.clone()),
+            net.router_ns.clone(),
+        ];
         let listed = netns_list();
-        assert!(names.iter().all(|n| listed.contains(n.as_str())));
+        assert!(names.iter().flatten().all(|n| listed.contains(n.as_str())));
+        // Shaped in the network, where a real path's bottleneck is: the router's two
+        // interfaces hold the token buckets, the ends none (see the module's documentation).
+        if let Some(router) = &net.router_ns {
+            let qdiscs = |ns: &str| {
+                let out = Command::new("ip")
+                    .args(["netns", "exec", ns, "tc", "qdisc", "show"])
+                    .output()
+                    .expect("tc");
+                String::from_utf8_lossy(&out.stdout).into_owned()
+            };
+            assert_eq!(
+                qdiscs(router).matches("tbf").count(),
+                2,
+                "{}",
+                qdiscs(router)
+            );
+            for end in [&net.client_ns, &net.server_ns] {
+                assert!(!qdiscs(end).contains("tbf"), "{end}: {}", qdiscs(end));
+            }
+        }
         println!(
             "{}: {} -> {}, delay by {:?}",
             link.name, net.client_ip, net.server_ip, net.delay_by
@@ -138,7 +162,7 @@ fn check_link_rate(link: &LinkSpec) {
         );
     }
     let listed = netns_list();
-    for n in &names {
+    for n in names.iter().flatten() {
         assert!(!listed.contains(n.as_str()), "{n} still exists after drop");
     }
 }
