@@ -5,8 +5,8 @@
 #   RATE=100 bench/compress.sh ...                        link rate in Mbit/s (default 100)
 #   CORPUS=text bench/compress.sh ...                     what to send (default crates, below)
 #
-# Part 1, over an emulated link (two network namespaces joined by a veth pair, both directions
-# shaped to RATE Mbit/s by tbf, as the laboratory builds its links; needs root, iproute2):
+# Part 1, over an emulated link (two network namespaces routed through a third, both directions
+# shaped there to RATE Mbit/s by tbf, as the laboratory builds its links; needs root, iproute2):
 # SIZE bytes of the cargo registry's crate sources (.rs, .md, .toml files in sorted order), of
 # which P is classified by a ranges file (five equal parts per MiB, as the thesis's x-P files);
 # or, with CORPUS=text|csv|json|log|letters, a document of that kind from `sieve gen` (seed 1),
@@ -51,10 +51,12 @@ S="$TARGET/release/sieve"
 W=$(mktemp -d)
 C=sieve-bench-$$-c
 V=sieve-bench-$$-s
+R=sieve-bench-$$-r
 cleanup() {
   kill $(jobs -p) 2>/dev/null || true
   ip netns del "$C" 2>/dev/null || true
   ip netns del "$V" 2>/dev/null || true
+  ip netns del "$R" 2>/dev/null || true
   rm -rf "$W"
 }
 trap cleanup EXIT
@@ -105,19 +107,30 @@ fi
 # Warm the page cache.
 cat doc.txt loop.txt > /dev/null
 
-# The link.
+# The link: the bottleneck in a third namespace that routes between the two, as the laboratory
+# builds its links (shaped on the sender's own interface, its small queue made the kernel refuse
+# its own retransmissions and two flows at once fell into retransmission storms).
 ip netns add "$C"
 ip netns add "$V"
-ip link add sb-c netns "$C" type veth peer name sb-s netns "$V"
+ip netns add "$R"
+ip link add sb-c netns "$C" type veth peer name sb-rc netns "$R"
+ip link add sb-s netns "$V" type veth peer name sb-rs netns "$R"
 ip -n "$C" addr add 10.78.0.1/30 dev sb-c
-ip -n "$V" addr add 10.78.0.2/30 dev sb-s
-for ns in "$C" "$V"; do ip -n "$ns" link set lo up; done
+ip -n "$R" addr add 10.78.0.2/30 dev sb-rc
+ip -n "$V" addr add 10.78.0.5/30 dev sb-s
+ip -n "$R" addr add 10.78.0.6/30 dev sb-rs
+for ns in "$C" "$V" "$R"; do ip -n "$ns" link set lo up; done
 ip -n "$C" link set sb-c up
 ip -n "$V" link set sb-s up
+ip -n "$R" link set sb-rc up
+ip -n "$R" link set sb-rs up
+ip -n "$C" route add 10.78.0.4/30 via 10.78.0.2
+ip -n "$V" route add 10.78.0.0/30 via 10.78.0.6
+ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
 BURST=$(python3 -c "print(max(int($RATE * 1e6 / 8 * 0.002), 10 * 1514))")
-ip netns exec "$C" tc qdisc add dev sb-c root handle 1: tbf rate "${RATE}mbit" burst "$BURST" latency 50ms
-ip netns exec "$V" tc qdisc add dev sb-s root handle 1: tbf rate "${RATE}mbit" burst "$BURST" latency 50ms
-HOST=10.78.0.2
+ip netns exec "$R" tc qdisc add dev sb-rs root handle 1: tbf rate "${RATE}mbit" burst "$BURST" latency 50ms
+ip netns exec "$R" tc qdisc add dev sb-rc root handle 1: tbf rate "${RATE}mbit" burst "$BURST" latency 50ms
+HOST=10.78.0.5
 mkdir -p out
 ip netns exec "$V" "$S" serve --dir out --cert certs/server.pem --key certs/server.key --discard \
   --listen $HOST:17443 --plain-listen $HOST:17080 2>serve.log &
