@@ -126,7 +126,7 @@ ip -n "$R" link set sb-rc up
 ip -n "$R" link set sb-rs up
 ip -n "$C" route add 10.78.0.4/30 via 10.78.0.2
 ip -n "$V" route add 10.78.0.0/30 via 10.78.0.6
-ip netns exec "$R" sysctl -qw net.ipv4.ip_forward=1
+ip netns exec "$R" sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward'
 BURST=$(python3 -c "print(max(int($RATE * 1e6 / 8 * 0.002), 10 * 1514))")
 ip netns exec "$R" tc qdisc add dev sb-rs root handle 1: tbf rate "${RATE}mbit" burst "$BURST" latency 50ms
 ip netns exec "$R" tc qdisc add dev sb-rc root handle 1: tbf rate "${RATE}mbit" burst "$BURST" latency 50ms

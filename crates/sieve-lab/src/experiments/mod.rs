@@ -31,7 +31,6 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::common::report::Report;
-
 use crate::common::Ctx;
 pub(crate) use auto::ID as AUTO_ID;
 

@@ -324,13 +324,14 @@ impl NetPair {
                 &gateway.to_string(),
             ]))?;
         }
+        // Written through /proc rather than with `sysctl`, which minimal systems lack.
         run(Command::new("ip").args([
             "netns",
             "exec",
             &router,
-            "sysctl",
-            "-qw",
-            "net.ipv4.ip_forward=1",
+            "sh",
+            "-c",
+            "echo 1 > /proc/sys/net/ipv4/ip_forward",
         ]))?;
         // Each direction is shaped where it leaves the router: towards the server for what the
         // client sends, towards the client for what the server sends.

@@ -370,6 +370,14 @@ impl Prepared {
     }
 }
 
+/// What is gathered while the documents are sieved, by mode: for `--mode auto` what its choice
+/// needs; for a fixed mode this machine's calibration if one was ever measured, to order the
+/// MACs HELLO offers.
+enum Ahead {
+    Auto(auto::AutoContext),
+    Fixed(Mode, Option<crate::calibrate::Calibration>),
+}
+
 /// Phase 1, *sieve*: open every document, take its read lease where possible, and find its
 /// classified ranges. Fails, with nothing sent, on a badly marked file, a missing ranges file, a
 /// name the receiver would refuse, two documents with one name, one ranges file for several
@@ -420,20 +428,20 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     });
     // What auto needs besides the documents is gathered meanwhile; a fixed mode only orders
     // the MACs it offers, by this machine's calibration if one was ever measured.
-    let auto = async {
+    let ahead = async {
         match cfg.mode {
-            SendMode::Auto => (Some(auto_context(cfg).await), None),
-            SendMode::Fixed(_) => {
+            SendMode::Auto => Ahead::Auto(auto_context(cfg).await),
+            SendMode::Fixed(m) => {
                 let known =
                     tokio::task::spawn_blocking(crate::calibrate::Calibration::cached_if_any)
                         .await
                         .ok()
                         .flatten();
-                (None, known)
+                Ahead::Fixed(m, known)
             }
         }
     };
-    let (sieved, (auto, known)) = tokio::join!(sieving, auto);
+    let (sieved, ahead) = tokio::join!(sieving, ahead);
     let (results, leases) = sieved?;
     // Every file is checked before anything is sent, and every bad one is named at once.
     let n_inputs = results.len();
@@ -508,13 +516,9 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             if bare.len() == 1 { " has" } else { "s have" },
         );
     }
-    let (mode, decision, macs) = match (cfg.mode, auto) {
-        (SendMode::Fixed(m), _) => (m, None, mac_offer(known.as_ref())),
-        (SendMode::Auto, auto) => {
-            let context = match auto {
-                Some(c) => c,
-                None => auto_context(cfg).await,
-            };
+    let (mode, decision, macs) = match ahead {
+        Ahead::Fixed(m, known) => (m, None, mac_offer(known.as_ref())),
+        Ahead::Auto(context) => {
             let macs = mac_offer(context.calibration.as_ref().ok());
             let d = choose_mode(cfg, &sources, context, macs)?;
             if d.chosen == Mode::SecureOnly {
