@@ -55,6 +55,21 @@ impl SendQueues {
             .unwrap_or_default()
     }
 
+    /// The addresses the watched sockets are connected to (sockets whose peer cannot be read
+    /// are left out).
+    pub fn peer_ips(&self) -> Vec<std::net::IpAddr> {
+        self.0
+            .lock()
+            .map(|all| {
+                all.iter()
+                    .filter_map(|fd| rustix::net::getpeername(fd.as_fd()).ok().flatten())
+                    .filter_map(|a| std::net::SocketAddr::try_from(a).ok())
+                    .map(|a| a.ip())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The least round trip any watched socket has seen (`tcpi_min_rtt`, else its smoothed
     /// round trip), if one could be read: right after connecting, the handshake's.
     pub fn min_rtt(&self) -> Option<std::time::Duration> {
@@ -301,6 +316,24 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert_eq!(q.pending(), 0);
+    }
+
+    /// The peer of each watched socket is read back: the sender compares the plain channels'
+    /// peers with the secure ones' to know whether they share a link.
+    #[test]
+    fn names_the_addresses_its_sockets_connect_to() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let tx = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let _rx = listener.accept().unwrap();
+        let q = SendQueues::default();
+        assert!(q.peer_ips().is_empty());
+        q.watch(&tx);
+        let ip: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        assert_eq!(q.peer_ips(), vec![ip]);
+        // A socket that never connected has no peer and is left out.
+        let unconnected = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        q.watch(&unconnected);
+        assert_eq!(q.peer_ips(), vec![ip]);
     }
 
     /// A connection with nothing in flight is not growing its window (nothing limits it) and has

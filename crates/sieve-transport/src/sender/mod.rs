@@ -768,12 +768,16 @@ async fn compressor(
         _ => Vec::new(),
     };
     let queues = kind_queues[link_kind.index()].clone();
+    // The other kind's sockets share the link if they go to the same address.
+    let other = kind_queues[link_kind.other().index()].clone();
+    let (ours, theirs) = (queues.peer_ips(), other.peer_ips());
+    let shared = ours.iter().any(|ip| theirs.contains(ip)).then_some(other);
     let c = tokio::task::block_in_place(|| {
         compress::Compressor::new(
             cfg.compress,
             (offered, accepted),
             (session.decompress_mbps, session.decompress_cores),
-            (link_kind, queues),
+            (link_kind, queues, shared),
             &sample,
             same_host,
         )
