@@ -158,6 +158,21 @@ impl Policy {
         }
     }
 
+    /// A choice made between quanta, if the policy has one (`auto`, once a level was measured
+    /// for the first time: see [`Auto::redecide`]); `None` keeps the current choice.
+    pub fn redecide(&mut self) -> Option<Option<Codec>> {
+        match self {
+            Policy::Auto(a) => a.redecide().map(|d| d.codec),
+            _ => None,
+        }
+    }
+
+    /// Whether the policy still waits for the link's first measurement to choose: only `auto`
+    /// does (a fixed level and ACCENT start as they will go on).
+    pub fn exploring(&self) -> bool {
+        matches!(self, Policy::Auto(a) if !a.link_measured())
+    }
+
     /// The link's rate as the policy sees it, wire bytes per second.
     pub fn link_rate(&self) -> Option<f64> {
         match self {
@@ -176,6 +191,41 @@ pub(crate) const ACCENT_OMEGA: usize = 2;
 mod tests {
     use super::*;
     use crate::compress::accent::SchemeProfile;
+
+    /// Only `auto` explores, and only until its first quantum with the link's queue standing.
+    #[test]
+    fn auto_explores_until_the_link_is_measured() {
+        let z3 = Codec::zstd(3).unwrap();
+        assert!(!Policy::new(Compression::Fixed(z3), 2, None).exploring());
+        assert!(!Policy::new(Compression::Off, 2, None).exploring());
+        let mut auto = Policy::new(Compression::Auto, 2, None);
+        assert!(auto.exploring());
+        let idle = LinkSample {
+            drained: 1000,
+            elapsed_s: 0.1,
+            ..LinkSample::default()
+        };
+        auto.end_quantum(&Quantum {
+            link: idle,
+            accent: SenderQuantum::default(),
+        });
+        assert!(
+            auto.exploring(),
+            "a quantum without a standing queue measures nothing"
+        );
+        let busy = LinkSample {
+            drained: 1_250_000,
+            elapsed_s: 0.1,
+            busy_s: 0.1,
+            busy_drained: 1_250_000,
+            ..LinkSample::default()
+        };
+        auto.end_quantum(&Quantum {
+            link: busy,
+            accent: SenderQuantum::default(),
+        });
+        assert!(!auto.exploring());
+    }
 
     #[test]
     fn each_choice_runs_its_policy() {

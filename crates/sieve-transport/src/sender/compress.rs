@@ -81,6 +81,17 @@ pub(super) struct Plan {
 /// sender to refill it.
 const UNSENT_LIMIT: u32 = 512 << 10;
 
+/// Most unsent bytes a plain socket holds while `auto` has not measured the link yet.
+///
+/// Until then every frame is compressed at the starting level, and the socket takes frames as
+/// long as fewer than its limit of bytes wait in it: with [`UNSENT_LIMIT`], on a slow link and
+/// compressible text (the Rust documentation shrinks twentyfold at level 1) the whole of a
+/// 4 MiB document went at the starting level before the first quantum ended, since nothing
+/// blocked the writes that end quanta. A small limit makes the queue stand at once, so the link
+/// is measured within the first quanta, and commits at most this many wire bytes at a guess.
+/// At 1 Gbit/s it is half a millisecond of the link, which compressing workers refill.
+const EXPLORE_UNSENT: u32 = 64 << 10;
+
 /// Bytes of a raw probe frame.
 pub(super) const RAW_PROBE: usize = 256 << 10;
 
@@ -225,6 +236,8 @@ struct State {
     acc: SenderQuantum,
     report: CompressionReport,
     current: Option<Codec>,
+    /// The sockets hold at most [`EXPLORE_UNSENT`] unsent bytes until the link is measured.
+    exploring: bool,
 }
 
 /// The sender's compression, shared by its channels (see the module documentation).
@@ -281,8 +294,13 @@ impl Compressor {
         if let Some(rtt) = queues.min_rtt() {
             policy.observe_rtt(rtt.as_secs_f64());
         }
+        let exploring = policy.exploring() && accepted.allows(link_kind);
         if policy.may_compress() && accepted.allows(link_kind) {
-            queues.limit_unsent(UNSENT_LIMIT);
+            queues.limit_unsent(if exploring {
+                EXPLORE_UNSENT
+            } else {
+                UNSENT_LIMIT
+            });
         }
         let current = policy.current();
         Ok(Compressor {
@@ -300,6 +318,7 @@ impl Compressor {
                     ..CompressionReport::default()
                 },
                 current,
+                exploring,
             }),
             link: LinkMonitor::new(queues, shared),
             link_kind,
@@ -349,6 +368,8 @@ impl Compressor {
         let elapsed = s.quantum_start.elapsed();
         if elapsed >= quantum {
             self.end_quantum(&mut s, elapsed);
+        } else if let Some(next) = s.policy.redecide() {
+            Self::switch(&mut s, next);
         }
         if kind != self.link_kind {
             return Ok(Plan {
@@ -381,6 +402,18 @@ impl Compressor {
         // ACCENT, as its paper has it, measures the rate of its own stream.
         acc.drained = own;
         let next = s.policy.end_quantum(&Quantum { link, accent: acc });
+        Self::switch(s, next);
+        if s.exploring && !s.policy.exploring() {
+            s.exploring = false;
+            self.link.queues.limit_unsent(UNSENT_LIMIT);
+        }
+        s.quanta = s.quanta.saturating_add(1);
+        s.report.quanta += 1;
+        s.quantum_start = Instant::now();
+    }
+
+    /// Take the policy's choice `next` for the frames to come.
+    fn switch(s: &mut State, next: Option<Codec>) {
         if next != s.current {
             s.report.switches += 1;
             tracing::debug!(
@@ -391,9 +424,6 @@ impl Compressor {
             );
         }
         s.current = next;
-        s.quanta = s.quanta.saturating_add(1);
-        s.report.quanta += 1;
-        s.quantum_start = Instant::now();
     }
 
     /// Compress `bytes`, the frame of `doc`'s `kind` stream at `offset`, with `codec`: a whole
