@@ -229,10 +229,18 @@ fn ewma(old: Option<f64>, new: f64) -> Option<f64> {
     })
 }
 
+/// Frames of a level compressed also at the anchor ([`AutoConfig::start`]) before its ratio
+/// relative to the anchor is taken as known (see [`Auto::pair_for`]).
+pub const PAIRED_FRAMES: u32 = 3;
+
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Measured {
     speed: Option<f64>,
     ratio: Option<f64>,
+    /// Its ratio over the anchor's on the same frames (`None`: never paired).
+    relative: Option<f64>,
+    /// Frames paired so far.
+    pairs: u32,
 }
 
 /// The `auto` policy's state.
@@ -257,6 +265,27 @@ pub struct Auto {
     /// A level was measured for the first time since the last decision, with the link known:
     /// decide again now rather than at the quantum's end (see [`Auto::redecide`]).
     fresh: bool,
+    /// A level chosen before it was measured: see [`Trial`].
+    trial: Option<Trial>,
+}
+
+/// A level chosen from an estimate, whose compressors may set the pace, takes one frame until
+/// that frame has measured it; the frames planned meanwhile stay at the level chosen
+/// before (`fallback`).
+///
+/// Frames are planned ahead of their compression (one per worker, and the next while the
+/// last is written), so a level chosen from an estimate took several frames before the first
+/// of them told what it was worth: over 1 Gbit/s, generated JSON went three to five 3.5 MB
+/// frames at zstd 3, which the profile promised to shrink more than zstd 1 and which shrank it
+/// no more, at half the speed, before `auto` came back (110-122 ms against 99). Not when the
+/// link sets the pace: there a level is chosen for its ratio, the frames held at the level
+/// before would cost the link what the new one saves, and the Rust documentation over
+/// 100 Mbit/s answered 2 % later with every new level tried this way.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Trial {
+    level: usize,
+    fallback: Option<usize>,
+    sent: bool,
 }
 
 impl Auto {
@@ -285,6 +314,7 @@ impl Auto {
             probe_up: true,
             raw_probe_due: false,
             fresh: false,
+            trial: None,
             cfg,
         }
     }
@@ -319,6 +349,67 @@ impl Auto {
         }
         m.ratio = ewma(m.ratio, (s.compressed as f64 / s.plain as f64).min(1.0));
         self.last_measured = Some(i);
+    }
+
+    /// The level that a frame about to be compressed at `codec` should also be compressed at,
+    /// to measure `codec` against it on the same bytes: the anchor ([`AutoConfig::start`]),
+    /// for the first [`PAIRED_FRAMES`] frames of every other level; `None` otherwise.
+    ///
+    /// Why: what a level makes of a frame depends on the frame far more than on the level.
+    /// The Rust documentation's HTML pages, concatenated, shrink between 20 and 40 times from
+    /// one 4 MiB frame to the next at the same level, and a level measured on other frames
+    /// than its neighbour was compared with the frames rather than with the level: over
+    /// 100 Mbit/s `auto` measured zstd 6 worse than zstd 3 and stayed at 3, while 9 made two
+    /// thirds of 3's bytes. Compared on the same frames, levels are compared. The anchor is the
+    /// cheapest level that compresses well, so pairing costs little (and only while a level is
+    /// new).
+    pub fn pair_for(&self, codec: Codec) -> Option<Codec> {
+        let anchor = self.cfg.start;
+        let i = self.cfg.levels.iter().position(|&c| c == codec)?;
+        (codec != anchor
+            && self.cfg.levels.contains(&anchor)
+            && self.measured[i].pairs < PAIRED_FRAMES)
+            .then_some(anchor)
+    }
+
+    /// A frame compressed at a level (`main`) and at the anchor (`anchor`, see
+    /// [`Auto::pair_for`]): learn both, and the first's ratio relative to the anchor's.
+    pub fn observe_pair(&mut self, main: CompressSample, anchor: CompressSample) {
+        if main.plain == 0 || anchor.plain != main.plain || anchor.codec != self.cfg.start {
+            self.observe_compress(main);
+            return;
+        }
+        self.observe_compress(anchor);
+        self.observe_compress(main);
+        let Some(i) = self.cfg.levels.iter().position(|&c| c == main.codec) else {
+            return;
+        };
+        let ratio = |s: CompressSample| (s.compressed as f64 / s.plain as f64).clamp(1e-6, 1.0);
+        let m = &mut self.measured[i];
+        m.relative = ewma(m.relative, ratio(main) / ratio(anchor));
+        m.pairs += 1;
+    }
+
+    /// Level `i`'s ratio as measured, on the data of late: when both it and the current level
+    /// were measured against the anchor, the current level's latest ratio scaled by their
+    /// relative ratios (so that both are compared on the same frames); else its own.
+    fn ratio_of(&self, i: usize) -> Option<f64> {
+        let own = self.measured[i].ratio?;
+        let anchor = self.cfg.levels.iter().position(|&c| c == self.cfg.start);
+        let relative = |k: usize| {
+            if Some(k) == anchor {
+                Some(1.0)
+            } else {
+                self.measured[k].relative
+            }
+        };
+        let Some(c) = self.current.filter(|&c| c != i) else {
+            return Some(own);
+        };
+        match (relative(i), relative(c), self.measured[c].ratio) {
+            (Some(ri), Some(rc), Some(current)) if rc > 0.0 => Some((current * ri / rc).min(1.0)),
+            _ => Some(own),
+        }
     }
 
     /// The sockets' activity over a stretch: learn the link's rate; earn probing time.
@@ -378,16 +469,23 @@ impl Auto {
         let reference = self.last_measured.map(|r| {
             let (rs, rr) = prior(self.cfg.levels[r].level());
             let mr = self.measured[r];
-            (
-                mr.speed.map_or(1.0, |s| s / rs),
-                mr.ratio.map_or(1.0, |x| (1.0 - x) / (1.0 - rr)),
-            )
+            (mr.speed.map_or(1.0, |s| s / rs), self.ratio_of(r), rr)
         });
-        let (sf, rf) = reference.unwrap_or((1.0, 1.0));
-        let speed = m.speed.unwrap_or(ps * sf);
-        let ratio = m
-            .ratio
-            .unwrap_or_else(|| (1.0 - (1.0 - pr) * rf).clamp(0.001, 1.0));
+        let speed = m.speed.unwrap_or(ps * reference.map_or(1.0, |r| r.0));
+        let ratio = self.ratio_of(i).unwrap_or_else(|| {
+            match reference {
+                // Data that compresses worse than text: scaled by what the levels save, so that
+                // data which does not compress at one level is expected not to at any.
+                Some((_, Some(x), rr)) if x >= rr => 1.0 - (1.0 - pr) * (1.0 - x) / (1.0 - rr),
+                // Better than text: by the ratios themselves. Scaled by what they save, a twentyfold
+                // shrink at level 1 (0.05 against the profile's 0.35) made every stronger level
+                // promise next to nothing on the wire (0.001), so that each looked bound by its
+                // compressors whatever the link.
+                Some((_, Some(x), rr)) => pr * x / rr,
+                _ => pr,
+            }
+            .clamp(0.001, 1.0)
+        });
         (speed, ratio)
     }
 
@@ -448,6 +546,15 @@ impl Auto {
         } else {
             limit
         })
+    }
+
+    /// Whether level `i`, not measured yet, may deliver less than the link could carry at its
+    /// ratio: its compressors, not the link, would set the pace if it compressed as slowly as
+    /// an unmeasured level may ([`EXPLORE_SLOWDOWN`]).
+    fn may_be_cpu_bound(&self, i: usize) -> bool {
+        let (speed, ratio) = self.estimate(i);
+        let cpu = f64::from(self.cfg.cores) * speed / EXPLORE_SLOWDOWN;
+        self.link.is_some_and(|link| cpu < link / ratio.max(1e-6))
     }
 
     /// Cores level `i` needs to keep the link busy, at most the configured cores.
@@ -514,10 +621,21 @@ impl Auto {
                 }
             }
         };
+        let before = self.current;
         self.current = match (self.current, chosen) {
             (Some(c), Some(t)) => Some(self.step_toward(c, t)),
             _ => chosen,
         };
+        if self.current != before {
+            self.trial = self
+                .current
+                .filter(|&n| self.measured[n].speed.is_none() && self.may_be_cpu_bound(n))
+                .map(|level| Trial {
+                    level,
+                    fallback: before,
+                    sent: false,
+                });
+        }
         let workers = self.current.map_or(0, |i| self.workers_for(i));
         self.decision = Decision {
             codec: self.current.map(|i| self.cfg.levels[i]),
@@ -553,6 +671,19 @@ impl Auto {
             codec: self.current.map(|i| self.cfg.levels[i]),
             probe: false,
         };
+        if let Some(t) = self.trial.as_mut() {
+            if Some(t.level) != self.current || self.measured[t.level].speed.is_some() {
+                self.trial = None;
+            } else if !t.sent {
+                t.sent = true;
+                return chosen;
+            } else {
+                return FrameChoice {
+                    codec: t.fallback.map(|i| self.cfg.levels[i]),
+                    probe: false,
+                };
+            }
+        }
         if self.raw_probe_due && self.current.is_some() {
             self.raw_probe_due = false;
             return FrameChoice {
@@ -676,6 +807,103 @@ mod tests {
         let mut one = measured(1, &TEXT);
         link(&mut one, 125.0 * MB);
         assert_eq!(level(one.decide()), Some(1));
+    }
+
+    fn sample(level: i32, plain: u64, ratio: f64, cpu_s: f64) -> CompressSample {
+        CompressSample {
+            codec: Codec::zstd(level).unwrap(),
+            plain,
+            compressed: (plain as f64 * ratio) as u64,
+            cpu_s,
+        }
+    }
+
+    /// Level 6 measured on a frame that compresses worse than the one level 3 was measured on
+    /// looks worse than 3 by its own ratio; against the anchor on the same frames, it is better.
+    #[test]
+    fn levels_are_compared_on_the_same_frames() {
+        let anchor = Codec::zstd(1).unwrap();
+        let mut a = Auto::new(AutoConfig::with_cores(2));
+        assert_eq!(
+            a.pair_for(anchor),
+            None,
+            "the anchor is not paired with itself"
+        );
+        let z3 = Codec::zstd(3).unwrap();
+        for _ in 0..PAIRED_FRAMES {
+            assert_eq!(a.pair_for(z3), Some(anchor));
+            a.observe_pair(
+                sample(3, 4 << 20, 0.04, 0.004),
+                sample(1, 4 << 20, 0.05, 0.002),
+            );
+        }
+        assert_eq!(a.pair_for(z3), None, "paired enough");
+        a.observe_pair(
+            sample(6, 4 << 20, 0.07, 0.02),
+            sample(1, 4 << 20, 0.10, 0.002),
+        );
+        link(&mut a, 12.5 * MB);
+        a.current = Some(2);
+        let (_, r3) = a.estimate(2);
+        let (_, r6) = a.estimate(3);
+        assert!((r3 - 0.04).abs() < 1e-3, "{r3}");
+        assert!((r6 - 0.04 * 0.7 / 0.8).abs() < 1e-3, "{r6}");
+        // A pair that is not one (other sizes, or not the anchor) counts as a plain sample.
+        a.observe_pair(
+            sample(9, 1 << 20, 0.03, 0.05),
+            sample(1, 2 << 20, 0.05, 0.002),
+        );
+        assert_eq!(a.measured[4].pairs, 0);
+        assert!(a.measured[4].ratio.is_some());
+    }
+
+    /// Data that compresses far better than text makes stronger levels promise a little better,
+    /// not nothing at all on the wire.
+    #[test]
+    fn estimates_scale_with_data_that_compresses_better_than_text() {
+        let mut a = Auto::new(AutoConfig::with_cores(2));
+        a.observe_compress(sample(1, 4 << 20, 0.05, 0.004));
+        let (_, r3) = a.estimate(2);
+        let (p1, p3) = (prior(1).1, prior(3).1);
+        assert!((r3 - 0.05 * p3 / p1).abs() < 1e-6, "{r3}");
+        // Worse than text: by what the levels save.
+        let mut b = Auto::new(AutoConfig::with_cores(2));
+        b.observe_compress(sample(1, 4 << 20, 0.6, 0.004));
+        let (_, r3) = b.estimate(2);
+        assert!(
+            (r3 - (1.0 - (1.0 - p3) * 0.4 / (1.0 - p1))).abs() < 1e-6,
+            "{r3}"
+        );
+    }
+
+    /// Over 1 Gbit/s a stronger level chosen from its estimate takes one frame, and the frames
+    /// planned before that frame is measured stay at the level before; over 100 Mbit/s, where
+    /// the link sets the pace at either level, the new level takes them all.
+    #[test]
+    fn a_level_that_may_be_slow_is_tried_on_one_frame() {
+        let z1 = Some(Codec::zstd(1).unwrap());
+        let z3 = Some(Codec::zstd(3).unwrap());
+        let mut a = Auto::new(AutoConfig::with_cores(2));
+        a.observe_compress(sample(1, 600_000_000, 0.2, 1.0));
+        link(&mut a, 125.0 * MB);
+        assert_eq!(a.decide().codec, z3);
+        assert_eq!(a.next_frame(4 << 20).codec, z3, "the trial");
+        assert_eq!(a.next_frame(4 << 20).codec, z1, "held until measured");
+        assert_eq!(a.next_frame(4 << 20).codec, z1);
+        // Measured: as slow as feared, and no better.
+        a.observe_compress(sample(3, 4 << 20, 0.2, 4.0 * 4.0 / 300.0));
+        assert_eq!(a.redecide().map(|d| d.codec), Some(z1));
+        assert_eq!(a.trial, None);
+
+        let mut b = Auto::new(AutoConfig::with_cores(2));
+        b.observe_compress(sample(1, 600_000_000, 0.2, 1.0));
+        link(&mut b, 12.5 * MB);
+        assert_eq!(b.decide().codec, z3);
+        assert_eq!(b.trial, None);
+        for _ in 0..3 {
+            let f = b.next_frame(1 << 20);
+            assert!(f.probe || f.codec == z3, "{f:?}");
+        }
     }
 
     /// A level measured for the first time, once the link is known, is a reason to choose

@@ -85,6 +85,22 @@ impl Policy {
         }
     }
 
+    /// The level a frame at `codec` should also be compressed at, to be measured against it
+    /// (`auto` only: see [`Auto::pair_for`]).
+    pub fn pair_for(&self, codec: Codec) -> Option<Codec> {
+        match self {
+            Policy::Auto(a) => a.pair_for(codec),
+            _ => None,
+        }
+    }
+
+    /// A frame compressed at `main` and, for measurement, at the anchor ([`Auto::observe_pair`]).
+    pub fn observe_pair(&mut self, main: CompressSample, anchor: CompressSample) {
+        if let Policy::Auto(a) = self {
+            a.observe_pair(main, anchor);
+        }
+    }
+
     /// The path's round trip in seconds, measured by the transport when it connected; `auto`
     /// sizes its first frames by it ([`Auto::observe_rtt`]).
     pub fn observe_rtt(&mut self, rtt_s: f64) {

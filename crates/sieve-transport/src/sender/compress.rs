@@ -57,6 +57,34 @@ const QUANTUM: Duration = Duration::from_millis(100);
 const FIRST_QUANTA: u32 = 4;
 const FIRST_QUANTUM: Duration = Duration::from_millis(20);
 
+/// Compress `bytes` at `codec` into `out`: what the policy learns of it (the worker's wall
+/// time or its CPU time, whichever is longer: the wall time counts what other processes, the
+/// receiver on this machine or anything else, took from the same cores, which thread CPU time
+/// would hide), whether it shrank enough to go compressed, and the thread's CPU seconds.
+fn timed(
+    enc: &mut Encoder,
+    bytes: &[u8],
+    codec: Codec,
+    out: &mut Vec<u8>,
+) -> (CompressSample, Result<bool>, f64) {
+    let (cpu0, wall0) = (thread_cpu_time(), Instant::now());
+    let r = enc.compress(bytes, codec, out);
+    let cpu = thread_cpu_time().saturating_sub(cpu0).as_secs_f64();
+    let wall = wall0.elapsed().as_secs_f64();
+    let (len, r) = match r {
+        Ok(Encoded::Compressed { len, .. }) => (len, Ok(true)),
+        Ok(Encoded::Raw { compressed_len }) => (compressed_len, Ok(false)),
+        Err(e) => (bytes.len(), Err(e.into())),
+    };
+    let sample = CompressSample {
+        codec,
+        plain: bytes.len() as u64,
+        compressed: len as u64,
+        cpu_s: wall.max(cpu),
+    };
+    (sample, r, cpu)
+}
+
 /// Bytes of cleartext ACCENT's Phase 1 compresses at each of its schemes.
 const PHASE1_SAMPLE: usize = 64 << 10;
 
@@ -91,6 +119,22 @@ const UNSENT_LIMIT: u32 = 512 << 10;
 /// is measured within the first quanta, and commits at most this many wire bytes at a guess.
 /// At 1 Gbit/s it is half a millisecond of the link, which compressing workers refill.
 const EXPLORE_UNSENT: u32 = 64 << 10;
+
+/// Seconds of the link the plain sockets' unsent bytes may hold once the link is measured.
+const UNSENT_TIME_S: f64 = 0.04;
+
+/// Unsent bytes a plain socket may hold on a link of `rate` wire bytes per second:
+/// [`UNSENT_TIME_S`] of it, between [`EXPLORE_UNSENT`] and [`UNSENT_LIMIT`].
+///
+/// A level chosen now applies to the frames written from now on, which leave after what is
+/// queued before them: 512 KiB is 40 ms of a 100 Mbit/s link but 0.4 s of a 10 Mbit/s one, over
+/// which `auto` took a second to walk from zstd 1 to 19 on 4 MiB of generated text, each step
+/// applied only after the queue of the step before had drained.
+fn unsent_for(rate: Option<f64>) -> u32 {
+    rate.map_or(UNSENT_LIMIT, |r| {
+        (r * UNSENT_TIME_S).clamp(f64::from(EXPLORE_UNSENT), f64::from(UNSENT_LIMIT)) as u32
+    })
+}
 
 /// Bytes of a raw probe frame.
 pub(super) const RAW_PROBE: usize = 256 << 10;
@@ -236,8 +280,9 @@ struct State {
     acc: SenderQuantum,
     report: CompressionReport,
     current: Option<Codec>,
-    /// The sockets hold at most [`EXPLORE_UNSENT`] unsent bytes until the link is measured.
-    exploring: bool,
+    /// Unsent bytes the plain sockets may hold now (0: not limited): [`EXPLORE_UNSENT`] until
+    /// the link is measured, then [`unsent_for`] the link.
+    unsent: u32,
 }
 
 /// The sender's compression, shared by its channels (see the module documentation).
@@ -294,13 +339,16 @@ impl Compressor {
         if let Some(rtt) = queues.min_rtt() {
             policy.observe_rtt(rtt.as_secs_f64());
         }
-        let exploring = policy.exploring() && accepted.allows(link_kind);
-        if policy.may_compress() && accepted.allows(link_kind) {
-            queues.limit_unsent(if exploring {
-                EXPLORE_UNSENT
-            } else {
-                UNSENT_LIMIT
-            });
+        let unsent = match (
+            policy.may_compress() && accepted.allows(link_kind),
+            policy.exploring(),
+        ) {
+            (false, _) => 0,
+            (true, true) => EXPLORE_UNSENT,
+            (true, false) => UNSENT_LIMIT,
+        };
+        if unsent > 0 {
+            queues.limit_unsent(unsent);
         }
         let current = policy.current();
         Ok(Compressor {
@@ -318,7 +366,7 @@ impl Compressor {
                     ..CompressionReport::default()
                 },
                 current,
-                exploring,
+                unsent,
             }),
             link: LinkMonitor::new(queues, shared),
             link_kind,
@@ -401,11 +449,16 @@ impl Compressor {
         acc.elapsed_s = elapsed_s;
         // ACCENT, as its paper has it, measures the rate of its own stream.
         acc.drained = own;
+        tracing::trace!(?link, own, "a quantum of compression ended");
         let next = s.policy.end_quantum(&Quantum { link, accent: acc });
         Self::switch(s, next);
-        if s.exploring && !s.policy.exploring() {
-            s.exploring = false;
-            self.link.queues.limit_unsent(UNSENT_LIMIT);
+        if s.unsent > 0 && !s.policy.exploring() {
+            let want = unsent_for(s.policy.link_rate());
+            // Only a change worth a system call per socket.
+            if want.abs_diff(s.unsent) > s.unsent / 4 {
+                s.unsent = want;
+                self.link.queues.limit_unsent(want);
+            }
         }
         s.quanta = s.quanta.saturating_add(1);
         s.report.quanta += 1;
@@ -428,7 +481,9 @@ impl Compressor {
 
     /// Compress `bytes`, the frame of `doc`'s `kind` stream at `offset`, with `codec`: a whole
     /// `ZData` frame, or [`Outgoing::Raw`] if it does not shrink. CPU work: call it on a worker
-    /// thread. Its thread CPU time and ratio go to the policy.
+    /// thread. Its thread CPU time and ratio go to the policy. While the policy is measuring
+    /// `codec` against its anchor ([`Policy::pair_for`]), the bytes are compressed at the
+    /// anchor too, for the measurement only.
     pub(super) fn compress(
         &self,
         kind: Kind,
@@ -443,35 +498,41 @@ impl Compressor {
             Some(e) => e,
             None => Encoder::new()?,
         };
+        let pair = if kind == self.link_kind {
+            self.state()?.policy.pair_for(codec)
+        } else {
+            None
+        };
         let mut out = self.buffer();
-        let (cpu0, wall0) = (thread_cpu_time(), Instant::now());
-        let r = enc.compress(bytes, codec, &mut out);
-        let cpu = thread_cpu_time().saturating_sub(cpu0).as_secs_f64();
-        // The policy plans with the wall time a worker took: it counts what other processes
-        // (the receiver, on this machine; anything else) took from the same cores, which thread
-        // CPU time would hide.
-        let wall = wall0.elapsed().as_secs_f64();
+        let (main, r, cpu) = timed(&mut enc, bytes, codec, &mut out);
+        let paired = match pair {
+            Some(anchor) => {
+                let mut scratch = self.buffer();
+                let (sample, r, cpu) = timed(&mut enc, bytes, anchor, &mut scratch);
+                self.give_back(scratch);
+                r?;
+                Some((sample, cpu))
+            }
+            None => None,
+        };
         if let Ok(mut e) = self.encoders.lock() {
             e.push(enc);
         }
-        let (len, outgoing) = match r? {
-            Encoded::Compressed { len, .. } => (len, true),
-            Encoded::Raw { compressed_len } => (compressed_len, false),
-        };
+        let outgoing = r?;
+        let len = main.compressed as usize;
         {
             let mut s = self.state()?;
             if kind == self.link_kind {
-                s.policy.observe_compress(CompressSample {
-                    codec,
-                    plain: bytes.len() as u64,
-                    compressed: len as u64,
-                    cpu_s: wall.max(cpu),
-                });
+                match paired {
+                    Some((anchor, _)) => s.policy.observe_pair(main, anchor),
+                    None => s.policy.observe_compress(main),
+                }
                 s.acc.compress_in += bytes.len() as u64;
                 s.acc.compress_out += len as u64;
                 s.acc.compress_cpu_s += cpu;
             }
-            s.report.compress_cpu_ms += cpu * 1e3;
+            let pair_cpu = paired.map_or(0.0, |(_, c)| c);
+            s.report.compress_cpu_ms += (cpu + pair_cpu) * 1e3;
         }
         if !outgoing {
             self.give_back(out);
@@ -645,6 +706,35 @@ mod tests {
         while q.pending() != 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+
+    /// The unsent queue holds 40 ms of the link, within its bounds; unknown, the most.
+    #[test]
+    fn the_unsent_queue_follows_the_link() {
+        assert_eq!(unsent_for(None), UNSENT_LIMIT);
+        assert_eq!(unsent_for(Some(1.25e6)), EXPLORE_UNSENT, "10 Mbit/s: 50 KB");
+        assert_eq!(unsent_for(Some(6.75e6)), 270_000, "54 Mbit/s");
+        assert_eq!(unsent_for(Some(125e6)), UNSENT_LIMIT, "1 Gbit/s: 5 MB");
+    }
+
+    /// Under `auto`, the first frames of a level other than the anchor are compressed at the
+    /// anchor too, and the policy learns from both: once enough are paired, no more are; the
+    /// compressed frame that goes out is the level's, and the pairing's CPU is reported.
+    #[test]
+    fn auto_measures_a_new_level_against_the_anchor_on_the_same_frames() {
+        let c = compressor(Compression::Auto);
+        let z3 = Codec::zstd(3).unwrap();
+        let bytes = b"one frame of public text, measured at two levels. ".repeat(4000);
+        let pair = |c: &Compressor| c.state().unwrap().policy.pair_for(z3);
+        assert_eq!(pair(&c), Some(Codec::zstd(1).unwrap()));
+        for k in 0..sieve_core::compress::auto::PAIRED_FRAMES {
+            let Outgoing::Z(z) = c.compress(Kind::Plain, 0, 0, &bytes, z3).unwrap() else {
+                panic!("text shrinks");
+            };
+            assert_eq!(z.codec, z3, "frame {k}");
+        }
+        assert_eq!(pair(&c), None);
+        assert!(c.report().compress_cpu_ms > 0.0);
     }
 
     /// Over a shared path the link is what both kinds drain; ACCENT's own rate is the watched
