@@ -56,6 +56,7 @@ mod connect;
 pub mod decide;
 mod dial;
 pub mod inputs;
+mod link;
 mod report;
 mod transfer;
 mod zchannel;
