@@ -217,7 +217,9 @@ impl Receiver {
             },
             cfg,
         });
-        Ok(Receiver { tls, plain, shared })
+        let receiver = Receiver { tls, plain, shared };
+        receiver.announce();
+        Ok(receiver)
     }
 
     /// The address the TLS port is bound to.
@@ -244,8 +246,10 @@ impl Receiver {
         self.shared.fds
     }
 
-    /// Serve until the task is dropped.
-    pub async fn run(self) -> Result<()> {
+    /// Say where it listens and within which budgets. Said once both listeners are bound, so
+    /// that it comes before anything a caller does on learning the receiver is ready (a ready
+    /// file, a test's first connection), and a log that stops there still says where it was.
+    fn announce(&self) {
         info!(tls = %self.tls_addr(), plain = %self.plain_addr(), advertise = %self.shared.advertise,
               dir = %self.shared.cfg.dir.display(), discard = self.shared.cfg.discard, "receiver listening");
         let fds = self.shared.fds;
@@ -268,6 +272,10 @@ impl Receiver {
                 limits.max_sessions
             );
         }
+    }
+
+    /// Serve until the task is dropped.
+    pub async fn run(self) -> Result<()> {
         let plain_loop = accept_loop(
             self.plain,
             self.shared.clone(),
