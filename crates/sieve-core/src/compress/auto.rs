@@ -267,6 +267,8 @@ pub struct Auto {
     fresh: bool,
     /// A level chosen before it was measured: see [`Trial`].
     trial: Option<Trial>,
+    /// Index of the level others are measured against ([`AutoConfig::start`], if a candidate).
+    anchor: Option<usize>,
 }
 
 /// A level chosen from an estimate, whose compressors may set the pace, takes one frame until
@@ -315,6 +317,7 @@ impl Auto {
             raw_probe_due: false,
             fresh: false,
             trial: None,
+            anchor: cfg.levels.iter().position(|&c| c == cfg.start),
             cfg,
         }
     }
@@ -364,18 +367,18 @@ impl Auto {
     /// cheapest level that compresses well, so pairing costs little (and only while a level is
     /// new).
     pub fn pair_for(&self, codec: Codec) -> Option<Codec> {
-        let anchor = self.cfg.start;
+        let anchor = self.anchor?;
         let i = self.cfg.levels.iter().position(|&c| c == codec)?;
-        (codec != anchor
-            && self.cfg.levels.contains(&anchor)
-            && self.measured[i].pairs < PAIRED_FRAMES)
-            .then_some(anchor)
+        (i != anchor && self.measured[i].pairs < PAIRED_FRAMES).then_some(self.cfg.levels[anchor])
     }
 
     /// A frame compressed at a level (`main`) and at the anchor (`anchor`, see
     /// [`Auto::pair_for`]): learn both, and the first's ratio relative to the anchor's.
     pub fn observe_pair(&mut self, main: CompressSample, anchor: CompressSample) {
-        if main.plain == 0 || anchor.plain != main.plain || anchor.codec != self.cfg.start {
+        let is_anchor = self
+            .anchor
+            .is_some_and(|a| self.cfg.levels[a] == anchor.codec);
+        if main.plain == 0 || anchor.plain != main.plain || !is_anchor {
             self.observe_compress(main);
             return;
         }
@@ -395,9 +398,8 @@ impl Auto {
     /// relative ratios (so that both are compared on the same frames); else its own.
     fn ratio_of(&self, i: usize) -> Option<f64> {
         let own = self.measured[i].ratio?;
-        let anchor = self.cfg.levels.iter().position(|&c| c == self.cfg.start);
         let relative = |k: usize| {
-            if Some(k) == anchor {
+            if Some(k) == self.anchor {
                 Some(1.0)
             } else {
                 self.measured[k].relative
@@ -911,12 +913,7 @@ mod tests {
     /// is not.
     #[test]
     fn a_first_measurement_with_the_link_known_asks_for_a_new_choice() {
-        let sample = |level: i32| CompressSample {
-            codec: Codec::zstd(level).unwrap(),
-            plain: 1 << 20,
-            compressed: 1 << 18,
-            cpu_s: 0.002,
-        };
+        let sample = |level: i32| sample(level, 1 << 20, 0.25, 0.002);
         let mut a = Auto::new(AutoConfig::with_cores(2));
         a.observe_compress(sample(1));
         assert_eq!(a.redecide(), None, "the link is not known yet");

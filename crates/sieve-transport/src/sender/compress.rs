@@ -395,7 +395,7 @@ impl Compressor {
         };
         let mut out = self.buffer();
         let (main, r, cpu) = timed(&mut enc, bytes, codec, &mut out);
-        let paired = match pair {
+        let paired = match pair.filter(|_| r.is_ok()) {
             Some(anchor) => {
                 let mut scratch = self.buffer();
                 let (sample, r, cpu) = timed(&mut enc, bytes, anchor, &mut scratch);
