@@ -360,8 +360,9 @@ impl Auto {
     ///
     /// Why: what a level makes of a frame depends on the frame far more than on the level.
     /// The Rust documentation's HTML pages, concatenated, shrank between 30 and 42 times from
-    /// one frame of about 3.5 MB to the next at zstd 3 (32 MiB over 100 Mbit/s), and a level measured on other frames
-    /// than its neighbour was compared with the frames rather than with the level: over
+    /// one frame of about 3.5 MB to the next at zstd 3 (32 MiB over 100 Mbit/s), and a level
+    /// measured on other frames than its neighbour was compared with the frames rather than
+    /// with the level: over
     /// 100 Mbit/s `auto` measured zstd 6 worse than zstd 3 and stayed at 3, while 9 made two
     /// thirds of 3's bytes. Compared on the same frames, levels are compared. The anchor is the
     /// cheapest level that compresses well, so pairing costs little (and only while a level is
