@@ -105,7 +105,7 @@ pub struct Args {
     pub ready_file: Option<PathBuf>,
     /// The cleartext MAC to use: auto (the fastest on this machine among what each sender
     /// offers, by `sieve calibrate`'s measurement, cached), or one of aes-gmac, blake3,
-    /// chacha20-poly1305 (senders that do not offer it are refused).
+    /// chacha20-poly1305, nh-poly1305 (senders that do not offer it are refused).
     #[arg(long, default_value = "auto", value_name = "auto|MAC")]
     pub mac: String,
     /// INSECURE, for the laboratory only: make secure channels with OpenSSL, which also accepts

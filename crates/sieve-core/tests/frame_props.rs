@@ -725,11 +725,13 @@ fn mac_offers_and_choices_parse_strictly() {
     };
     let ok = hello(&[2, 0]).expect("Poly1305 then GMAC");
     assert_eq!(ok.macs.algs(), &[MacAlg::Poly1305, MacAlg::Gmac]);
+    let ok = hello(&[3]).expect("NH-Poly1305");
+    assert_eq!(ok.macs.algs(), &[MacAlg::NhPoly1305]);
     assert!(matches!(
-        hello(&[0, 3]),
+        hello(&[0, 4]),
         Err(MessageError::UnknownValue {
             field: "macs",
-            value: 3,
+            value: 4,
             ..
         })
     ));
@@ -749,7 +751,7 @@ fn mac_offers_and_choices_parse_strictly() {
         })
     ));
     assert!(matches!(
-        hello(&[0, 1, 2, 0]),
+        hello(&[0, 1, 2, 3, 0]),
         Err(MessageError::TooLong { field: "macs", .. })
     ));
     // A count that claims more codes than follow.
