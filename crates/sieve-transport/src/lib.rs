@@ -7,7 +7,8 @@
 // Every public item says what it is and what a caller must know.
 #![warn(missing_docs)]
 // Unsafe code only where no safe wrapper exists (file mappings, leases, TCP_INFO, SIOCOUTQ,
-// SO_RCVLOWAT, another process's CPU clock); each site is allowed by name and proves itself.
+// SO_RCVLOWAT, another process's CPU clock, NH's vector loads); each site is allowed by name and
+// proves itself.
 #![deny(unsafe_code)]
 
 pub mod calibrate;

@@ -2,8 +2,8 @@
 //! encryption for entry-level processors", IACR ToSC 2018), which the cleartext MAC
 //! [`sieve_core::mac::MacAlg::NhPoly1305`] adds a pseudorandom pad to.
 //!
-//! Why this hash: on a CPU without carry-less multiply, GHASH runs in software and GMAC is the
-//! slowest MAC there is, while the sieve's cleartext still has to be tagged at both ends at the
+//! Why this hash: on a CPU without carry-less multiply, GHASH runs in software and GMAC becomes
+//! the slowest of the MACs offered, while the sieve's cleartext still has to be tagged at both ends at the
 //! speed the network moves it. NH needs nothing but 32-bit additions and 32×32→64-bit
 //! multiplications, which every SIMD unit has (SSE2, AVX2, AVX-512, NEON): it was designed for
 //! exactly the devices without AES instructions where the sieve pays. It compresses each 1 KiB
@@ -23,7 +23,7 @@
 //! zeros collide, so the MAC binds the length elsewhere (in the pad's input).
 //!
 //! NH runs on AVX-512 or AVX2 when the CPU has them (detected at run time), else on portable
-//! code; all give the same sums (a property test checks them against each other).
+//! code; all give the same sums (property tests check each against NH's definition).
 
 use poly1305::universal_hash::{KeyInit, UniversalHash};
 use poly1305::{Block, Poly1305};
