@@ -238,6 +238,15 @@ pub struct CompressionReport {
     pub receiver_decompress_mbps: u32,
     /// The level in force at the end (`null`: raw).
     pub final_level: Option<String>,
+    /// The level `auto` started at because the last session to this receiver ended there
+    /// (`null`: it started as a first session does).
+    #[serde(default)]
+    pub resumed_level: Option<String>,
+    /// What zstd 1, the level `auto` measures the others against, made of the first frame of
+    /// this session's cleartext it compressed (compressed / plain; `null`: none): kept with the
+    /// final level, so that the next session resumes that level only for data alike.
+    #[serde(default)]
+    pub anchor_ratio: Option<f64>,
 }
 
 impl CompressionReport {

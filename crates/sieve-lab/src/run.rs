@@ -194,6 +194,9 @@ pub(crate) struct SendOptions {
     pub(crate) compress: Option<String>,
     /// `--compress-classified`.
     pub(crate) compress_classified: bool,
+    /// The sender's `XDG_CACHE_HOME` (its calibration and what it remembers of paths), if not
+    /// the user's.
+    pub(crate) cache_home: Option<PathBuf>,
 }
 
 impl SendOptions {
@@ -219,6 +222,7 @@ impl Default for SendOptions {
             ranges: None,
             compress: None,
             compress_classified: false,
+            cache_home: None,
         }
     }
 }
@@ -260,6 +264,9 @@ impl SendOptions {
         }
         if self.compress_classified {
             cmd.arg("--compress-classified");
+        }
+        if let Some(dir) = &self.cache_home {
+            cmd.env("XDG_CACHE_HOME", dir);
         }
         cmd.args(files);
         cmd

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use sieve_core::compress::{Codec, Encoded, Encoder};
+use sieve_core::compress::{Codec, Compression, Encoded, Encoder};
 use sieve_core::report::SessionReport;
 
 /// What is kept of one receiver's path.
@@ -37,6 +37,16 @@ pub struct PathRecord {
     pub compresses: Option<bool>,
     /// When it was recorded, seconds since the Unix epoch (the oldest records go first).
     pub seen: u64,
+    /// The zstd level `--compress auto` was at when the last session that ran it to this
+    /// receiver ended (`None`: none ran, or it ended sending raw). The next session with
+    /// `auto` starts there rather than climbing from zstd 1 again (files written before it
+    /// was kept have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_level: Option<i32>,
+    /// What zstd 1 made of that session's cleartext (compressed / plain): the next session
+    /// resumes `auto_level` only if its own data compresses alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_anchor_ratio: Option<f64>,
 }
 
 /// Transfers shorter than this say more about start-up than about the path.
@@ -116,7 +126,7 @@ pub fn remember(file: &Path, to: &str, report: &SessionReport, plain: Option<Soc
     if record.is_none() && plain.is_none() {
         return;
     }
-    if let Err(e) = remember_at(file, to, record, plain) {
+    if let Err(e) = remember_at(file, to, record, plain, ran_auto(report)) {
         tracing::debug!(error = %e, "cannot record the path");
     }
 }
@@ -127,23 +137,32 @@ pub fn remember_plain(file: &Path, to: &str, report: &SessionReport, plain: Opti
     let Some(plain) = plain.filter(|_| report.docs_ok == report.docs) else {
         return;
     };
-    if let Err(e) = remember_at(file, to, None, Some(plain)) {
+    if let Err(e) = remember_at(file, to, None, Some(plain), false) {
         tracing::debug!(error = %e, "cannot record the plain address");
     }
 }
 
+/// Write `record` and `plain` for `to` into `path`. `ran_auto`: whether the session behind
+/// `record` ran `--compress auto`, whose level then replaces the one kept (a session with
+/// another policy learnt nothing of where `auto` should start).
 fn remember_at(
     path: &Path,
     to: &str,
     record: Option<PathRecord>,
     plain: Option<SocketAddr>,
+    ran_auto: bool,
 ) -> anyhow::Result<()> {
     let mut paths = Paths::read(path);
     let mut changed = false;
     if let Some(mut record) = record {
+        let before = paths.receivers.get(to);
         if record.compresses.is_none() {
             // A session that offered nothing learnt nothing of it: keep what was known.
-            record.compresses = paths.receivers.get(to).and_then(|r| r.compresses);
+            record.compresses = before.and_then(|r| r.compresses);
+        }
+        if !ran_auto {
+            record.auto_level = before.and_then(|r| r.auto_level);
+            record.auto_anchor_ratio = before.and_then(|r| r.auto_anchor_ratio);
         }
         paths.receivers.insert(to.to_string(), record);
         evict_oldest(&mut paths.receivers, |r| r.seen);
@@ -211,7 +230,33 @@ fn record_of(report: &SessionReport) -> Option<PathRecord> {
         rate_gbps: wire as f64 / (report.transfer_ms * 1e6),
         compresses,
         seen: now(),
+        auto_level: report
+            .compression
+            .as_ref()
+            .filter(|_| ran_auto(report))
+            .and_then(|c| c.final_level.as_deref())
+            .and_then(level_of),
+        auto_anchor_ratio: report
+            .compression
+            .as_ref()
+            .filter(|_| ran_auto(report))
+            .and_then(|c| c.anchor_ratio),
     })
+}
+
+/// Whether `report`'s session ran `--compress auto` on cleartext the receiver accepted
+/// compressed.
+fn ran_auto(report: &SessionReport) -> bool {
+    report
+        .compression
+        .as_ref()
+        .is_some_and(|c| c.policy == Compression::Auto.to_string() && c.accepted.contains("plain"))
+}
+
+/// The zstd level of a report's level name (`zstd:19`), if it is one the wire carries.
+fn level_of(name: &str) -> Option<i32> {
+    let level = name.strip_prefix("zstd:")?.parse().ok()?;
+    Codec::zstd(level).ok().map(Codec::level)
 }
 
 /// The share of `sample` (cleartext) that zstd level 1 leaves: what the plain channels'
@@ -295,11 +340,13 @@ mod tests {
             rate_gbps: rate,
             compresses: Some(true),
             seen,
+            auto_level: None,
+            auto_anchor_ratio: None,
         };
-        remember_at(&path, "a:1", Some(rec(0.0125, 1)), None).unwrap();
-        remember_at(&path, "b:2", Some(rec(0.125, 2)), None).unwrap();
+        remember_at(&path, "a:1", Some(rec(0.0125, 1)), None, false).unwrap();
+        remember_at(&path, "b:2", Some(rec(0.125, 2)), None, false).unwrap();
         assert_eq!(recall(&path, "a:1"), Some(rec(0.0125, 1)));
-        remember_at(&path, "a:1", Some(rec(0.01, 3)), None).unwrap();
+        remember_at(&path, "a:1", Some(rec(0.01, 3)), None, false).unwrap();
         assert_eq!(recall(&path, "a:1"), Some(rec(0.01, 3)));
         assert_eq!(recall(&path, "b:2"), Some(rec(0.125, 2)));
         // A session that did not offer compression keeps what was known of it.
@@ -307,7 +354,7 @@ mod tests {
             compresses: None,
             ..rec(0.02, 4)
         };
-        remember_at(&path, "b:2", Some(unknown), None).unwrap();
+        remember_at(&path, "b:2", Some(unknown), None, false).unwrap();
         assert_eq!(recall(&path, "b:2"), Some(rec(0.02, 4)));
         std::fs::write(&path, b"{ not json").unwrap();
         assert_eq!(recall(&path, "a:1"), None);
@@ -323,8 +370,10 @@ mod tests {
                 rate_gbps: 0.01,
                 compresses: None,
                 seen: 1000 - i,
+                auto_level: None,
+                auto_anchor_ratio: None,
             };
-            remember_at(&path, &format!("host{i}:1"), Some(r), None).unwrap();
+            remember_at(&path, &format!("host{i}:1"), Some(r), None, false).unwrap();
         }
         let kept = Paths::read(&path).receivers;
         assert_eq!(kept.len(), MAX_RECORDS);
@@ -371,6 +420,67 @@ mod tests {
         // A file from before plain addresses were kept still reads.
         std::fs::write(&path, br#"{"receivers":{}}"#).unwrap();
         assert_eq!(recall_plain(&path, "r:7443"), None);
+    }
+
+    /// The level `auto` ended at is kept from sessions that ran `auto`, forgotten when one
+    /// ended raw, and left alone by sessions with another policy; a file from before it was
+    /// kept still reads.
+    #[test]
+    fn the_level_auto_ended_at_is_kept_from_auto_sessions_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("paths.json");
+        let with = |policy: &str, level: Option<&str>| {
+            let mut r = session(1000.0, 3_000_000, 27_000_000, Some(9_000_000));
+            if let Some(c) = r.compression.as_mut() {
+                c.policy = policy.into();
+                c.final_level = level.map(String::from);
+                c.anchor_ratio = Some(0.25);
+            }
+            r
+        };
+        let level = |path: &Path| recall(path, "r:7443").and_then(|r| r.auto_level);
+        remember(&path, "r:7443", &with("auto", Some("zstd:19")), None);
+        assert_eq!(level(&path), Some(19));
+        let ratio = recall(&path, "r:7443").and_then(|r| r.auto_anchor_ratio);
+        assert_eq!(ratio, Some(0.25));
+        remember(&path, "r:7443", &with("zstd:3", Some("zstd:3")), None);
+        assert_eq!(
+            level(&path),
+            Some(19),
+            "a fixed level says nothing of auto's"
+        );
+        remember(
+            &path,
+            "r:7443",
+            &session(1000.0, 3e6 as u64, 27e6 as u64, None),
+            None,
+        );
+        assert_eq!(
+            level(&path),
+            Some(19),
+            "nor does a session without compression"
+        );
+        remember(&path, "r:7443", &with("auto", Some("zstd:9")), None);
+        assert_eq!(level(&path), Some(9));
+        remember(&path, "r:7443", &with("auto", None), None);
+        assert_eq!(level(&path), None, "auto ended raw: start as if new");
+        remember(&path, "r:7443", &with("auto", Some("zstd:99")), None);
+        assert_eq!(level(&path), None, "not a level the wire carries");
+        // A receiver that refused compressed cleartext: auto never ran on it.
+        let mut refused = with("auto", Some("zstd:6"));
+        if let Some(c) = refused.compression.as_mut() {
+            c.accepted = "none".into();
+        }
+        remember(&path, "r:7443", &with("auto", Some("zstd:6")), None);
+        remember(&path, "r:7443", &refused, None);
+        assert_eq!(level(&path), Some(6));
+        std::fs::write(
+            &path,
+            br#"{"receivers":{"r:7443":{"rate_gbps":0.01,"compresses":true,"seen":1}}}"#,
+        )
+        .unwrap();
+        assert_eq!(level(&path), None);
+        assert!(recall(&path, "r:7443").is_some());
     }
 
     /// Prose shrinks; random bytes and nothing do not.

@@ -140,6 +140,9 @@ pub struct CompressSample {
 pub struct LinkSample {
     /// Wire bytes the sockets drained over the whole stretch.
     pub drained: u64,
+    /// Of those, the bytes the watched sockets drained (the plain ones; `drained` also counts
+    /// the classified flow when it shares their path).
+    pub own_drained: u64,
     /// Wall time, seconds.
     pub elapsed_s: f64,
     /// Of that, seconds in busy intervals.
@@ -194,6 +197,10 @@ pub struct FrameChoice {
 /// session); it may hold more, see [`EXPLORE_SLOWDOWN`]. At the slowest speed zstd reaches on
 /// text (about 1 MB/s per core at level 19), 256 KiB is a quarter of a second.
 pub const EXPLORE_FRAME: u64 = 256 << 10;
+
+/// How far (as a factor either way) the anchor's ratio on a session's first paired frame may
+/// be from the one remembered with a resumed level for the data to count as alike.
+pub const RESUME_TOLERANCE: f64 = 1.5;
 
 /// How many times slower than its estimate a level not measured yet is assumed to compress when
 /// its first frame is cut to [`FRAME_TIME_S`]: generated records and random letters compress at
@@ -269,6 +276,15 @@ pub struct Auto {
     trial: Option<Trial>,
     /// Index of the level others are measured against ([`AutoConfig::start`], if a candidate).
     anchor: Option<usize>,
+    /// A level resumed from the last session to the receiver, with the anchor's ratio on
+    /// that session's data, until the first frame compressed at both says whether this data is
+    /// like it (see [`Auto::resume`]).
+    resumed: Option<(usize, f64)>,
+    /// The policy started at a remembered level and kept it past the first paired frame:
+    /// frames are not held small until the link is measured (see [`Auto::frame_limit`]).
+    resumed_start: bool,
+    /// The anchor's ratio on the first frame of this session compressed at it.
+    first_anchor: Option<f64>,
 }
 
 /// A level chosen from an estimate, whose compressors may set the pace, takes one frame until
@@ -318,8 +334,53 @@ impl Auto {
             fresh: false,
             trial: None,
             anchor: cfg.levels.iter().position(|&c| c == cfg.start),
+            resumed: None,
+            resumed_start: false,
+            first_anchor: None,
             cfg,
         }
+    }
+
+    /// Start at `codec`, the level the last session to the same receiver ended at, instead of
+    /// [`AutoConfig::start`], on every core. Only before anything was measured, and only for a
+    /// candidate level; the anchor stays [`AutoConfig::start`], so the remembered level is
+    /// still measured against it on the same frames.
+    ///
+    /// `anchor_ratio` is what the anchor made of that session's data ([`Auto::anchor_ratio`]):
+    /// a level suits a link *and* the data. If the first frame compressed at both levels finds
+    /// the anchor's ratio off from it by more than a factor of [`RESUME_TOLERANCE`] (other data: random letters whose
+    /// repetitions lie a megabyte apart, after prose), the policy starts again from the anchor
+    /// as a first session does. Random letters over 100 Mbit/s, resumed at zstd 9 or 19 from
+    /// generated prose, went first on small frames that could not reach their repetitions and
+    /// answered in 790-980 ms, against 650 at zstd 3.
+    ///
+    /// Why: a cold start climbs from the anchor one measured level at a time, and on a slow
+    /// link most of a short document leaves before the climb ends. Over 10 Mbit/s, 4 MiB of
+    /// crate sources at P = 0.1 put 735 KB of cleartext on the wire under `auto` against zstd
+    /// 19's 620 KB (960 ms against 865, the laboratory's COMPRESS run). Nothing else is taken
+    /// from the past session: the link and every level's speed are measured again, so a level
+    /// that no longer suits (the path got faster, the data compresses differently) is left at
+    /// the first decision that sees the link, as any level the policy chose would be.
+    pub fn resume(&mut self, codec: Codec, anchor_ratio: Option<f64>) {
+        let fresh = !self.link_measured && self.measured.iter().all(|m| *m == Measured::default());
+        let Some(i) = self.cfg.levels.iter().position(|&c| c == codec) else {
+            return;
+        };
+        if !fresh {
+            return;
+        }
+        self.current = Some(i);
+        self.resumed_start = true;
+        self.resumed = anchor_ratio
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .map(|r| (i, r));
+        self.decision = Decision {
+            codec: Some(codec),
+            // A strong level is remembered because the link was slower than it: it needs every
+            // core to keep even that link busy. The first decision that knows the link trims it.
+            workers: self.cfg.cores,
+            predicted: 0.0,
+        };
     }
 
     /// The decision in force.
@@ -351,6 +412,9 @@ impl Auto {
             m.speed = ewma(m.speed, s.plain as f64 / s.cpu_s);
         }
         m.ratio = ewma(m.ratio, (s.compressed as f64 / s.plain as f64).min(1.0));
+        if self.anchor == Some(i) && self.first_anchor.is_none() {
+            self.first_anchor = m.ratio;
+        }
         self.last_measured = Some(i);
     }
 
@@ -392,6 +456,32 @@ impl Auto {
         let m = &mut self.measured[i];
         m.relative = ewma(m.relative, ratio(main) / ratio(anchor));
         m.pairs += 1;
+        if let Some((level, remembered)) = self.resumed.take() {
+            let now = ratio(anchor);
+            let like =
+                (remembered / RESUME_TOLERANCE..=remembered * RESUME_TOLERANCE).contains(&now);
+            if level == i && !like && self.current == Some(level) {
+                // Other data than the remembered level was chosen for: start as if new.
+                self.current = self.anchor;
+                self.resumed_start = false;
+                self.trial = None;
+                self.decision = Decision {
+                    codec: self.current.map(|a| self.cfg.levels[a]),
+                    workers: 1,
+                    predicted: 0.0,
+                };
+                self.fresh = self.link_measured;
+            }
+        }
+    }
+
+    /// The anchor's ratio (compressed / plain) on the first frame of this session compressed
+    /// at it, if any was: what [`Auto::resume`] compares the next session's first with. The
+    /// first frame, not the session's average: a document sent again, or one of the same kind,
+    /// begins alike, while the crate sources' first 256 KiB and their last frames differ by up
+    /// to half at zstd 1.
+    pub fn anchor_ratio(&self) -> Option<f64> {
+        self.first_anchor
     }
 
     /// Level `i`'s ratio as measured, on the data of late: when both it and the current level
@@ -450,8 +540,14 @@ impl Auto {
         if lower > 0.0 {
             self.link = Some(self.link.map_or(lower, |l| l.max(lower)));
         }
-        // Only once something has left: before the first bytes drain there is nothing to learn.
-        self.raw_probe_due = !measured && drained > 0 && self.current.is_some();
+        // Only once the watched sockets themselves have drained something: before their first
+        // frame leaves there is nothing to learn. The classified flow over the same path drains
+        // meanwhile, and a raw frame asked for then is a guess: a level remembered from a slow
+        // link (zstd 19 over 10 Mbit/s) takes about 0.1 s for its first frames, in which the
+        // classified bytes alone drained, and a raw frame of 256 KiB then cost that link 0.2 s
+        // of a 4 MiB document's 0.9.
+        self.raw_probe_due =
+            !measured && drained > 0 && s.own_drained > 0 && self.current.is_some();
     }
 
     /// The receiver's decompression speed.
@@ -474,7 +570,8 @@ impl Auto {
             let mr = self.measured[r];
             (mr.speed.map_or(1.0, |s| s / rs), self.ratio_of(r), rr)
         });
-        let speed = m.speed.unwrap_or(ps * reference.map_or(1.0, |r| r.0));
+        // The profile's speeds are in MB/s; a measured reference converts them with its scale.
+        let speed = m.speed.unwrap_or(ps * reference.map_or(1e6, |r| r.0));
         let ratio = self.ratio_of(i).unwrap_or_else(|| {
             match reference {
                 // Data that compresses worse than text: scaled by what the levels save, so that
@@ -526,7 +623,8 @@ impl Auto {
     /// work at its measured speed, and at least [`MIN_FRAME`].
     ///
     /// On a short path ([`SHORT_PATH_RTT_S`]) frames are at most [`EXPLORE_FRAME`] until the
-    /// link is measured: nothing says the starting level is right, the link is measured within
+    /// link is measured, unless the policy resumed a remembered level ([`Auto::resume`]) for
+    /// data alike: otherwise nothing says the starting level is right, the link is measured within
     /// a few such frames, and the first choice made with it then applies to most of the
     /// document rather than to what was cut before (random letters over 100 Mbit/s: 0.80 s
     /// against 1.13 s). Not on a long path: there slow start spans many round trips before the
@@ -536,6 +634,9 @@ impl Auto {
     pub fn frame_limit(&self, codec: Codec) -> Option<u64> {
         let i = self.cfg.levels.iter().position(|&c| c == codec)?;
         let limit = match self.measured[i].speed {
+            // Nothing measured yet, at the level a first session starts at: the smallest
+            // exploring frame, so that the link is measured soon.
+            None if self.last_measured.is_none() && !self.resumed_start => EXPLORE_FRAME,
             None => {
                 let (estimate, _) = self.estimate(i);
                 let cautious = estimate / EXPLORE_SLOWDOWN * FRAME_TIME_S;
@@ -544,7 +645,7 @@ impl Auto {
             Some(speed) => ((speed * FRAME_TIME_S) as u64).max(MIN_FRAME),
         };
         let short = self.rtt_s.is_some_and(|r| r <= SHORT_PATH_RTT_S);
-        Some(if short && !self.link_measured {
+        Some(if short && !self.link_measured && !self.resumed_start {
             limit.min(EXPLORE_FRAME)
         } else {
             limit
@@ -770,6 +871,7 @@ mod tests {
         for _ in 0..10 {
             a.observe_link(LinkSample {
                 drained: rate as u64,
+                own_drained: rate as u64,
                 elapsed_s: 1.0,
                 busy_s: 1.0,
                 busy_drained: rate as u64,
@@ -934,6 +1036,100 @@ mod tests {
         );
     }
 
+    /// A remembered level is where a fresh policy starts, on every core, still paired with the
+    /// anchor; a level not among the candidates, or a policy that has measured something,
+    /// ignores it.
+    #[test]
+    fn a_remembered_level_is_where_a_fresh_policy_starts() {
+        let z19 = Codec::zstd(19).unwrap();
+        let mut a = Auto::new(AutoConfig::with_cores(2));
+        a.resume(z19, None);
+        assert_eq!(a.decision().codec, Some(z19));
+        assert_eq!(a.decision().workers, 2);
+        assert_eq!(a.next_frame(1 << 20).codec, Some(z19));
+        assert_eq!(a.pair_for(z19), Some(Codec::zstd(1).unwrap()));
+        // Nothing known of the link: the choice stands.
+        assert_eq!(a.decide().codec, Some(z19));
+
+        let mut b = Auto::new(AutoConfig::with_cores(2));
+        b.resume(Codec::zstd(2).unwrap(), None);
+        assert_eq!(level(b.decision()), Some(1), "2 is not a candidate");
+        b.observe_compress(sample(1, 1 << 20, 0.3, 0.002));
+        b.resume(z19, None);
+        assert_eq!(
+            level(b.decision()),
+            Some(1),
+            "too late: level 1 was measured"
+        );
+    }
+
+    /// A remembered level that no longer suits is left at the first decision that knows the
+    /// link: zstd 19 remembered from a slow path, now a gigabit one.
+    #[test]
+    fn a_remembered_level_that_no_longer_suits_is_left() {
+        let mut a = Auto::new(AutoConfig::with_cores(2));
+        a.resume(Codec::zstd(19).unwrap(), Some(0.33));
+        a.observe_pair(
+            sample(19, 256 << 10, 0.24, 0.065),
+            sample(1, 256 << 10, 0.33, 0.0006),
+        );
+        link(&mut a, 125.0 * MB);
+        let d = a.decide();
+        assert!(level(d).is_some_and(|l| l <= 3), "{d:?}");
+        // And on the slow path it came from, it stays.
+        let mut b = Auto::new(AutoConfig::with_cores(2));
+        b.resume(Codec::zstd(19).unwrap(), Some(0.33));
+        b.observe_pair(
+            sample(19, 256 << 10, 0.24, 0.065),
+            sample(1, 256 << 10, 0.33, 0.0006),
+        );
+        link(&mut b, 1.25 * MB);
+        assert_eq!(level(b.decide()), Some(19));
+    }
+
+    /// Data unlike the remembered session's (the anchor's ratio on the first paired frame is
+    /// off by more than the tolerance) sends the policy back to the anchor; alike data keeps
+    /// the remembered level.
+    #[test]
+    fn a_remembered_level_is_dropped_for_other_data() {
+        let z9 = Codec::zstd(9).unwrap();
+        let mut other = Auto::new(AutoConfig::with_cores(2));
+        other.observe_rtt(0.001);
+        other.resume(z9, Some(0.15));
+        // A remembered level is trusted with frames of its own size on a short path too...
+        assert!(other.frame_limit(z9).unwrap() > EXPLORE_FRAME);
+        other.observe_pair(
+            sample(9, 256 << 10, 0.57, 0.005),
+            sample(1, 256 << 10, 0.58, 0.0006),
+        );
+        assert_eq!(level(other.decision()), Some(1));
+        assert_eq!(
+            other.next_frame(1 << 20).codec,
+            Some(Codec::zstd(1).unwrap())
+        );
+        // ...until dropped: then frames are small until the link is measured, as when new.
+        assert!(other.frame_limit(Codec::zstd(1).unwrap()).unwrap() <= EXPLORE_FRAME);
+        assert!((other.anchor_ratio().unwrap() - 0.58).abs() < 0.01);
+
+        // The first frame's, not the average's.
+        other.observe_compress(sample(1, 256 << 10, 0.1, 0.0006));
+        assert!((other.anchor_ratio().unwrap() - 0.58).abs() < 0.01);
+
+        let mut alike = Auto::new(AutoConfig::with_cores(2));
+        alike.resume(z9, Some(0.5));
+        alike.observe_pair(
+            sample(9, 256 << 10, 0.5, 0.005),
+            sample(1, 256 << 10, 0.58, 0.0006),
+        );
+        assert_eq!(level(alike.decision()), Some(9));
+        // Only the first paired frame decides.
+        alike.observe_pair(
+            sample(9, 256 << 10, 0.05, 0.005),
+            sample(1, 256 << 10, 0.1, 0.0006),
+        );
+        assert_eq!(level(alike.decision()), Some(9));
+    }
+
     /// Loopback at 3 GB/s: the best level, -3 on two cores, gives 1.4 GB/s: off.
     #[test]
     fn loopback_turns_compression_off() {
@@ -980,6 +1176,7 @@ mod tests {
         // Each 1.4 MB compressed frame's write drained at 3 GB/s before the queue emptied.
         a.observe_link(LinkSample {
             drained: 59_400_000,
+            own_drained: 59_400_000,
             elapsed_s: 0.2,
             busy_s: 0.0,
             busy_drained: 0,
@@ -1049,6 +1246,7 @@ mod tests {
         for _ in 0..100 {
             a.observe_link(LinkSample {
                 drained: 3_000_000_000,
+                own_drained: 3_000_000_000,
                 elapsed_s: 1.0,
                 busy_s: 1.0,
                 busy_drained: 3_000_000_000,
@@ -1074,6 +1272,7 @@ mod tests {
         assert_eq!(level(a.decide()), Some(3));
         a.observe_link(LinkSample {
             drained: 12_500_000_000,
+            own_drained: 12_500_000_000,
             elapsed_s: 100.0,
             busy_s: 100.0,
             busy_drained: 12_500_000_000,
@@ -1096,8 +1295,18 @@ mod tests {
     fn an_unmeasured_link_asks_for_a_raw_frame() {
         let mut a = measured(2, &TEXT);
         assert_eq!(level(a.decision()), Some(1));
+        // Only the classified flow drained (the first compressed frames are still being made):
+        // no raw frame yet.
+        a.observe_link(LinkSample {
+            drained: 40_000,
+            own_drained: 0,
+            elapsed_s: 0.07,
+            ..LinkSample::default()
+        });
+        assert!((0..10).all(|_| a.next_frame(256 << 10).codec.is_some()));
         a.observe_link(LinkSample {
             drained: 9_000_000,
+            own_drained: 9_000_000,
             elapsed_s: 0.1,
             busy_s: 0.0,
             busy_drained: 0,
@@ -1113,6 +1322,7 @@ mod tests {
         assert!(a.next_frame(256 << 10).codec.is_some());
         a.observe_link(LinkSample {
             drained: 20_000_000,
+            own_drained: 20_000_000,
             elapsed_s: 0.1,
             busy_s: 0.0,
             busy_drained: 0,
@@ -1123,6 +1333,7 @@ mod tests {
         // Off: no more raw probes, only the cheapest level now and then.
         a.observe_link(LinkSample {
             drained: 250_000_000,
+            own_drained: 250_000_000,
             elapsed_s: 0.1,
             busy_s: 0.0,
             busy_drained: 0,
@@ -1142,6 +1353,7 @@ mod tests {
         let start = level(a.decision());
         a.observe_link(LinkSample {
             drained: 40_000,
+            own_drained: 40_000,
             elapsed_s: 0.1,
             ..LinkSample::default()
         });
@@ -1150,6 +1362,7 @@ mod tests {
         // Busy time at 10 Mbit/s: now the link is known to be slow.
         a.observe_link(LinkSample {
             drained: 125_000,
+            own_drained: 125_000,
             elapsed_s: 0.1,
             busy_s: 0.1,
             busy_drained: 125_000,
@@ -1166,6 +1379,7 @@ mod tests {
         let mut a = measured(2, &TEXT);
         a.observe_link(LinkSample {
             drained: 2_000_000,
+            own_drained: 2_000_000,
             elapsed_s: 0.2,
             busy_s: 0.16,
             busy_drained: 2_000_000,
@@ -1315,6 +1529,7 @@ mod tests {
             // 1 MB/s left while the window grew: as slow as a 10 Mbit/s link looks.
             a.observe_link(LinkSample {
                 drained: 100_000,
+                own_drained: 100_000,
                 elapsed_s: 0.1,
                 busy_s: 0.0,
                 busy_drained: 0,

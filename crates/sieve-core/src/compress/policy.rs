@@ -109,6 +109,22 @@ impl Policy {
         }
     }
 
+    /// Start `auto` at `codec`, the level the last session to the same receiver ended at (see
+    /// [`Auto::resume`]); the other policies start as they always do.
+    pub fn resume(&mut self, codec: Codec, anchor_ratio: Option<f64>) {
+        if let Policy::Auto(a) = self {
+            a.resume(codec, anchor_ratio);
+        }
+    }
+
+    /// What `auto`'s anchor level made of this session's data (see [`Auto::anchor_ratio`]).
+    pub fn anchor_ratio(&self) -> Option<f64> {
+        match self {
+            Policy::Auto(a) => a.anchor_ratio(),
+            _ => None,
+        }
+    }
+
     /// The receiver's decompression speed (from its SESSION): `mbps` plain MB/s per core, on
     /// `cores` cores. ACCENT floats its receiver scale with it for every compressing scheme;
     /// `auto` caps every level's rate by it.
@@ -218,6 +234,7 @@ mod tests {
         assert!(auto.exploring());
         let idle = LinkSample {
             drained: 1000,
+            own_drained: 1000,
             elapsed_s: 0.1,
             ..LinkSample::default()
         };
@@ -231,6 +248,7 @@ mod tests {
         );
         let busy = LinkSample {
             drained: 1_250_000,
+            own_drained: 1_250_000,
             elapsed_s: 0.1,
             busy_s: 0.1,
             busy_drained: 1_250_000,

@@ -191,8 +191,9 @@ impl Compressor {
     /// The compressor of a session: the user's `choice`, what the receiver `accepted`, its
     /// decompression speed, the sockets whose drain measures the link (those of `link_kind`, and
     /// `shared`, the other kind's when they go to the same address: see [`LinkMonitor`]),
-    /// for ACCENT a sample of the cleartext for its Phase 1 profile, and whether the receiver is
-    /// on this host.
+    /// for ACCENT a sample of the cleartext for its Phase 1 profile, whether the receiver is
+    /// on this host, and for `auto` the level the last session to this receiver ended at
+    /// (`resume`, see [`sieve_core::compress::Auto::resume`]).
     ///
     /// `auto` does not compress for a receiver on this host. There the "link" is memory and the
     /// two ends share the cores, so compressing only moves CPU time from the cheap raw path to
@@ -207,6 +208,7 @@ impl Compressor {
         (link_kind, queues, shared): (Kind, Arc<SendQueues>, Option<Arc<SendQueues>>),
         sample: &[u8],
         same_host: bool,
+        resume: Option<(Codec, Option<f64>)>,
     ) -> Result<Compressor> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         let phase1 = match choice {
@@ -226,6 +228,13 @@ impl Compressor {
             Policy::new(choice, cores, phase1)
         };
         policy.observe_receiver(receiver.0, receiver.1);
+        let resumed = match (resume, &policy) {
+            (Some((level, anchor_ratio)), Policy::Auto(_)) if accepted.allows(link_kind) => {
+                policy.resume(level, anchor_ratio);
+                (policy.current() == Some(level)).then_some(level)
+            }
+            _ => None,
+        };
         if let Some(rtt) = queues.min_rtt() {
             policy.observe_rtt(rtt.as_secs_f64());
         }
@@ -253,6 +262,7 @@ impl Compressor {
                     offered: offered.to_string(),
                     accepted: accepted.to_string(),
                     receiver_decompress_mbps: receiver.0,
+                    resumed_level: resumed.map(|c| c.to_string()),
                     ..CompressionReport::default()
                 },
                 current,
@@ -503,6 +513,7 @@ impl Compressor {
         let mut r = s.report.clone();
         r.link_mbit = s.policy.link_rate().map(|b| b * 8e-6);
         r.final_level = s.current.map(|c| c.to_string());
+        r.anchor_ratio = s.policy.anchor_ratio();
         r
     }
 }
@@ -609,6 +620,7 @@ mod tests {
             (Kind::Plain, Arc::new(SendQueues::default()), None),
             &text,
             false,
+            None,
         )
         .unwrap()
     }
@@ -673,6 +685,7 @@ mod tests {
             (Kind::Plain, Arc::new(SendQueues::default()), None),
             b"",
             false,
+            None,
         )
         .unwrap();
         assert!(c.active(Kind::Plain));
@@ -685,6 +698,7 @@ mod tests {
             (Kind::Plain, Arc::new(SendQueues::default()), None),
             b"",
             false,
+            None,
         )
         .unwrap();
         assert!(!none.active(Kind::Plain));
@@ -698,12 +712,56 @@ mod tests {
                 (Kind::Plain, Arc::new(SendQueues::default()), None),
                 b"",
                 true,
+                None,
             )
             .unwrap()
         };
         assert!(!local(Compression::Auto).active(Kind::Plain));
         assert_eq!(local(Compression::Auto).report().policy, "auto");
         assert!(local(Compression::Fixed(Codec::zstd(1).unwrap())).active(Kind::Plain));
+    }
+
+    /// `auto` starts at the level the last session to this receiver ended at, says so in the
+    /// report, and still measures it against the anchor; other policies, a receiver on this
+    /// host and one that refused compressed cleartext ignore it.
+    #[test]
+    fn auto_resumes_at_the_remembered_level() {
+        let z19 = Codec::zstd(19).unwrap();
+        let with = |choice, accepted, same_host| {
+            Compressor::new(
+                choice,
+                (CompressFlags::PLAIN, accepted),
+                (1000, 2),
+                (Kind::Plain, Arc::new(SendQueues::default()), None),
+                b"",
+                same_host,
+                Some((z19, Some(0.3))),
+            )
+            .unwrap()
+        };
+        let c = with(Compression::Auto, CompressFlags::PLAIN, false);
+        assert_eq!(c.plan(Kind::Plain, 1 << 20).unwrap().codec, Some(z19));
+        assert_eq!(c.report().resumed_level.as_deref(), Some("zstd:19"));
+        assert_eq!(
+            c.state().unwrap().policy.pair_for(z19),
+            Some(Codec::zstd(1).unwrap())
+        );
+        let z3 = Codec::zstd(3).unwrap();
+        let fixed = with(Compression::Fixed(z3), CompressFlags::PLAIN, false);
+        assert_eq!(fixed.plan(Kind::Plain, 1 << 20).unwrap().codec, Some(z3));
+        assert_eq!(fixed.report().resumed_level, None);
+        let local = with(Compression::Auto, CompressFlags::PLAIN, true);
+        assert_eq!(local.plan(Kind::Plain, 1 << 20).unwrap().codec, None);
+        assert_eq!(local.report().resumed_level, None);
+        let refused = with(Compression::Auto, CompressFlags::NONE, false);
+        assert_eq!(refused.report().resumed_level, None);
+        // Without a memory, zstd 1 as always.
+        let cold = compressor(Compression::Auto);
+        assert_eq!(
+            cold.plan(Kind::Plain, 1 << 20).unwrap().codec,
+            Some(Codec::zstd(1).unwrap())
+        );
+        assert_eq!(cold.report().resumed_level, None);
     }
 
     #[test]

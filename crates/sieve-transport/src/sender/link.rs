@@ -104,6 +104,7 @@ impl LinkMonitor {
         };
         let out = LinkSample {
             drained: s.drained,
+            own_drained: s.own_drained,
             elapsed_s,
             busy_s: s.busy_s,
             busy_drained: s.busy_drained,

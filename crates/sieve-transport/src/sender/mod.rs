@@ -734,7 +734,8 @@ fn session_for(cfg: &SendConfig, mode: Mode, sources: &[Source], macs: MacOffer)
 /// The session's compressor, if the sender offered any compressed frame: the user's policy,
 /// what the receiver accepted, its decompression speed, the sockets that measure the link
 /// (plain ones, or in secure-only mode the secure ones), a sample of the cleartext for ACCENT's
-/// profile, and whether the receiver is on this host (`auto` then stays off).
+/// profile, whether the receiver is on this host (`auto` then stays off), and for `auto` the
+/// level its last session to this receiver ended at ([`crate::paths`]).
 async fn compressor(
     cfg: &SendConfig,
     mode: Mode,
@@ -774,6 +775,17 @@ async fn compressor(
     let (ours, theirs) = (queues.peer_ips(), other.peer_ips());
     let shared = ours.iter().any(|ip| theirs.contains(ip)).then_some(other);
     let c = tokio::task::block_in_place(|| {
+        // `auto` starts where the last session to this receiver left it; between two ends on
+        // one host there is no path to remember, and `auto` does not compress there.
+        let resume = match (&cfg.path_memory, cfg.compress, same_host) {
+            (Some(file), sieve_core::compress::Compression::Auto, false) => {
+                crate::paths::recall(file, &cfg.to).and_then(|r| {
+                    let level = sieve_core::compress::Codec::zstd(r.auto_level?).ok()?;
+                    Some((level, r.auto_anchor_ratio))
+                })
+            }
+            _ => None,
+        };
         compress::Compressor::new(
             cfg.compress,
             (offered, accepted),
@@ -781,6 +793,7 @@ async fn compressor(
             (link_kind, queues, shared),
             &sample,
             same_host,
+            resume,
         )
     })?;
     Ok(Some(Arc::new(c)))
