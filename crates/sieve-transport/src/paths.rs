@@ -8,6 +8,10 @@
 //! `$XDG_CACHE_HOME/sieve/paths.json` beside the calibration. A first session to a receiver
 //! has no record and is chosen by the CPU alone, as before.
 //!
+//! For `--compress auto` it keeps the level the last session that ran it to a receiver ended
+//! at, and what zstd 1 made of that session's first frame, so that the next one starts there
+//! for data alike instead of climbing from zstd 1 (see `Auto::resume` in the core).
+//!
 //! It also keeps where each receiver's plain port was, so that the next session opens its
 //! plain connections while channel 0's TLS handshake runs (or while its documents are
 //! prepared) instead of after SESSION: a round trip less (see `sender/dial.rs`). SESSION still
