@@ -663,6 +663,7 @@ mod tests {
             "{}",
             r.body
         );
+        assert!(!r.body.contains("everywhere).In"), "{}", r.body);
         assert!(
             r.body.contains(
                 "In a first session to the receiver: 80.0 % (100 Mbit/s, crate-sources, P = 0.1); \
