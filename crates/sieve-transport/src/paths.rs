@@ -47,8 +47,8 @@ pub struct PathRecord {
     /// was kept have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_level: Option<i32>,
-    /// What zstd 1 made of that session's cleartext (compressed / plain): the next session
-    /// resumes `auto_level` only if its own data compresses alike.
+    /// What zstd 1 made of that session's first cleartext frame (compressed / plain): the next
+    /// session resumes `auto_level` only if its own first frame compresses alike.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_anchor_ratio: Option<f64>,
 }
