@@ -230,21 +230,15 @@ fn record_of(report: &SessionReport) -> Option<PathRecord> {
     if wire < MIN_WIRE_BYTES {
         return None;
     }
+    let auto = report.compression.as_ref().filter(|_| ran_auto(report));
     Some(PathRecord {
         rate_gbps: wire as f64 / (report.transfer_ms * 1e6),
         compresses,
         seen: now(),
-        auto_level: report
-            .compression
-            .as_ref()
-            .filter(|_| ran_auto(report))
+        auto_level: auto
             .and_then(|c| c.final_level.as_deref())
             .and_then(level_of),
-        auto_anchor_ratio: report
-            .compression
-            .as_ref()
-            .filter(|_| ran_auto(report))
-            .and_then(|c| c.anchor_ratio),
+        auto_anchor_ratio: auto.and_then(|c| c.anchor_ratio),
     })
 }
 
