@@ -663,7 +663,12 @@ mod tests {
             "{}",
             r.body
         );
-        assert!(!r.body.contains("everywhere).In"), "{}", r.body);
+        // Two paragraphs, not one.
+        assert!(
+            r.body.contains("everywhere).\n\nIn a first session"),
+            "{}",
+            r.body
+        );
         assert!(
             r.body.contains(
                 "In a first session to the receiver: 80.0 % (100 Mbit/s, crate-sources, P = 0.1); \
