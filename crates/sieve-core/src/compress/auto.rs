@@ -1119,22 +1119,22 @@ mod tests {
     /// link: zstd 19 remembered from a slow path, now a gigabit one.
     #[test]
     fn a_remembered_level_that_no_longer_suits_is_left() {
-        let mut a = Auto::new(AutoConfig::with_cores(2));
-        a.resume(Codec::zstd(19).unwrap(), Some(0.33));
-        a.observe_pair(
-            sample(19, 256 << 10, 0.24, 0.065),
-            sample(1, 256 << 10, 0.33, 0.0006),
-        );
+        // zstd 19 resumed, its first frame paired with zstd 1 on data alike.
+        let resumed_at_19 = || {
+            let mut a = Auto::new(AutoConfig::with_cores(2));
+            a.resume(Codec::zstd(19).unwrap(), Some(0.33));
+            a.observe_pair(
+                sample(19, 256 << 10, 0.24, 0.065),
+                sample(1, 256 << 10, 0.33, 0.0006),
+            );
+            a
+        };
+        let mut a = resumed_at_19();
         link(&mut a, 125.0 * MB);
         let d = a.decide();
         assert!(level(d).is_some_and(|l| l <= 3), "{d:?}");
         // And on the slow path it came from, it stays.
-        let mut b = Auto::new(AutoConfig::with_cores(2));
-        b.resume(Codec::zstd(19).unwrap(), Some(0.33));
-        b.observe_pair(
-            sample(19, 256 << 10, 0.24, 0.065),
-            sample(1, 256 << 10, 0.33, 0.0006),
-        );
+        let mut b = resumed_at_19();
         link(&mut b, 1.25 * MB);
         assert_eq!(level(b.decide()), Some(19));
     }
