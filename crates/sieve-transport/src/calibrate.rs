@@ -264,7 +264,7 @@ impl Calibration {
 /// receiver when `peer` is a loopback address (both ends on this machine).
 pub fn host_for(peer: &std::net::SocketAddr) -> Host {
     Host {
-        cores: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
+        cores: crate::cpu::cores() as f64,
         shared: peer.ip().is_loopback(),
     }
 }

@@ -13,6 +13,15 @@ use std::time::Duration;
 
 use rustix::time::ClockId;
 
+/// The cores this process may run on (at least 1), read once per process:
+/// `available_parallelism` reads the cgroup's CPU quota and the affinity mask every time it is
+/// asked (25-70 µs on this project's machines), and a sender asks once per document. A long-lived
+/// receiver, whose cgroup may change, asks the system itself.
+pub(crate) fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// CPU time (user + system) the calling thread has used so far: what a compression costs, as
 /// ACCENT's CD and `auto`'s speeds count it (other threads and waiting do not count). Zero if it
 /// cannot be read.

@@ -210,7 +210,7 @@ impl Compressor {
         same_host: bool,
         resume: Option<(Codec, Option<f64>)>,
     ) -> Result<Compressor> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        let cores = u32::try_from(crate::cpu::cores()).unwrap_or(u32::MAX);
         let phase1 = match choice {
             Compression::Accent if accepted != CompressFlags::NONE => {
                 Some(phase1(sample, receiver.0)?)

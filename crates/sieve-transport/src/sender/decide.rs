@@ -95,7 +95,7 @@ pub async fn host_of(to: &str) -> Host {
         Err(_) => Vec::new(),
     };
     Host {
-        cores: std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64),
+        cores: crate::cpu::cores() as f64,
         shared: addrs.first().is_some_and(|a| is_local(a.ip())),
     }
 }

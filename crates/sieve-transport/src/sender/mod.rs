@@ -45,7 +45,7 @@ use sieve_core::Kind;
 use crate::change::Leases;
 use crate::cpu::cpu_time;
 use crate::sendq::SendQueues;
-use crate::source::{Classify, Source};
+use crate::source::{Classify, KeepMapped, Source};
 use crate::tls::LegacyConnector;
 
 mod answers;
@@ -418,10 +418,18 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     // Answering lease breaks needs the runtime; the handler must exist before the first lease.
     let leases = Leases::start();
     let sieving = tokio::task::spawn_blocking(move || {
+        let mut keep = KeepMapped::new();
         let results: Vec<(Input, Result<Source>)> = inputs
             .into_iter()
             .map(|i| {
-                let r = Source::prepare(&i.path, &i.name, &classify, mmap, leases.as_ref());
+                let r = Source::prepare(
+                    &i.path,
+                    &i.name,
+                    &classify,
+                    mmap,
+                    leases.as_ref(),
+                    &mut keep,
+                );
                 (i, r)
             })
             .collect();
