@@ -6,14 +6,19 @@
 #   SIZES="1MB 10MB" PS="0.1 0.9" bench/small.sh 15 "secure-only sieve auto"
 #   SIEVE=/path/to/sieve bench/small.sh ...  another binary (default: this tree's release build)
 #   WRITE=1 bench/small.sh ...               the receiver writes (fsync, rename) instead of --discard
+#   bench/small.sh 60 "secure-only auto secure-only@OLD auto@OLD"
+#                                            MODE@PATH sends with another build of sieve (before
+#                                            and after a change, in the same rounds)
 #
 # For every size and P, the modes alternate within every round (their order rotating from round
 # to round, so that none always runs first) against one receiver on loopback, N = M = 1. Each
 # transfer is one `sieve send --json` process. Prints, per document and mode, the medians of
-# `response_ms` (first byte prepared to last acknowledgement), `total_ms` (connect included) and
-# the process's wall time, each with [min..max], then each mode's ratio to the first mode: of the
-# medians, and the median [min..max] of the per-round ratios (the steadier figure on a machine
-# whose speed drifts). Any mode `sieve send --mode` takes can be listed.
+# `response_ms` (first byte prepared to last acknowledgement), `total_ms` (connect included),
+# `sieve_ms` (the documents' preparation, which the response counts: opening, the marks scan,
+# auto's choice) and the process's wall time, each with [min..max], then each mode's ratio to the first mode of the
+# same build: of the medians, and the median [min..max] of the per-round ratios (the steadier
+# figure on a machine whose speed drifts). Any mode `sieve send --mode` takes can be listed. The
+# receiver is always this tree's build (or $SIEVE).
 set -euo pipefail
 ROUNDS=${1:-15}
 MODES=${2:-"secure-only sieve"}
@@ -40,18 +45,21 @@ if [ "${WRITE:-0}" = 1 ]; then store=(--overwrite); else store=(--discard); fi
   --listen 127.0.0.1:17543 --plain-listen 127.0.0.1:17180 2>serve.log &
 sleep 1
 read -r -a modes <<< "$MODES"
-echo "doc,mode,round,response_ms,total_ms,wall_ms" > results.csv
+echo "doc,mode,round,response_ms,total_ms,sieve_ms,wall_ms" > results.csv
 for r in $(seq 1 "$ROUNDS"); do
   for s in $SIZES; do
     for p in $PS; do
       n=${#modes[@]}
       for i in $(seq 0 $((n - 1))); do
         mode=${modes[$(( (i + r) % n ))]}
+        bin=$SIEVE
+        if [[ $mode == *@* ]]; then bin=${mode#*@}; fi
         t0=$(date +%s%N)
-        "$SIEVE" send --to 127.0.0.1:17543 --ca certs/ca.pem --json --mode "$mode" "doc-$s-$p.txt" > j.json
+        "$bin" send --to 127.0.0.1:17543 --ca certs/ca.pem --json --mode "${mode%%@*}" \
+          "doc-$s-$p.txt" > j.json
         t1=$(date +%s%N)
-        read -r resp total < <(python3 -c "import json; j=json.load(open('j.json')); print(j['response_ms'], j['total_ms'])")
-        echo "$s-$p,$mode,$r,$resp,$total,$(( (t1 - t0) / 1000000 ))" >> results.csv
+        read -r resp total prep < <(python3 -c "import json; j=json.load(open('j.json')); print(j['response_ms'], j['total_ms'], j['sieve_ms'])")
+        echo "$s-$p,$mode,$r,$resp,$total,$prep,$(( (t1 - t0) / 1000000 ))" >> results.csv
       done
     done
   done
@@ -65,14 +73,21 @@ base = modes[0]
 def col(doc, mode, key):
     return {int(r["round"]): float(r[key]) for r in rows if r["doc"] == doc and r["mode"] == mode}
 rounds = len({r["round"] for r in rows})
-print(f"{rounds} rounds; ms, median [min..max]; ratios against {base}: of the medians, and per round median [min..max]")
+build = lambda m: m.partition("@")[2]
+# Each mode is compared with the first mode of the same build.
+bases = {}
+for m in modes:
+    bases.setdefault(build(m), m)
+print(f"{rounds} rounds; ms, median [min..max]; ratios against {base} (or the first mode of the same build): of the medians, and per round median [min..max]")
 for d in docs:
     print(f"\n{d}")
     for m in modes:
+        base = bases[build(m)]
         line = f"  {m:12s}"
-        for key in ["response_ms", "total_ms", "wall_ms"]:
+        for key in ["response_ms", "total_ms", "sieve_ms", "wall_ms"]:
             v = list(col(d, m, key).values())
-            line += f"  {key[:-3]} {st.median(v):7.1f} [{min(v):.1f}..{max(v):.1f}]"
+            digits = 2 if key == "sieve_ms" else 1
+            line += f"  {key[:-3]} {st.median(v):7.{digits}f} [{min(v):.{digits}f}..{max(v):.{digits}f}]"
         if m != base:
             for key in ["response_ms", "total_ms"]:
                 a, b = col(d, m, key), col(d, base, key)

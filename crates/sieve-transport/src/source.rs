@@ -48,15 +48,12 @@ const KEEP_MAPPED_BYTES: u64 = 32 << 20;
 /// What is left of [`KEEP_MAPPED_BYTES`] for the documents of one send still to be prepared.
 ///
 /// The marks scan (or a policy's pass) is the first to touch a mapped document, and faulting its
-/// pages in is most of what it costs on a small one: 1 MB scanned in about 90 µs from a fresh
-/// mapping, 15 µs once mapped (AMD EPYC). Releasing them after the scan, as a large document
-/// must so that resident memory stays small, made the sending fault them all in again: on
-/// loopback, a 1 MB document at P = 0.1 that `--mode auto` sent secure-only answered in 1.61 ms
-/// with its pages released and in 1.36 with them left mapped (medians of 40 alternating
-/// rounds, receiver discarding). The documents that fit in
-/// this budget therefore keep their pages until the channels that send them release them
-/// (`sender::channel::Release`); the others are released as scanned, so a batch of many small
-/// documents, like one large one, stays within its bound.
+/// pages in is most of what it costs on a small one: about 90 µs for 1 MB from a fresh mapping
+/// against 15 µs once mapped (AMD EPYC). Releasing them after the scan, as a large document must
+/// so that resident memory stays small, made the sending fault them all in again. The documents
+/// that fit in this budget therefore keep their pages until the channels that send them release
+/// them (`sender::channel::Release`); the others are released as scanned, so a batch of many
+/// small documents, like one large one, stays within its bound.
 #[derive(Debug)]
 pub(crate) struct KeepMapped(u64);
 
