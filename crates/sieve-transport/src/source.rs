@@ -752,8 +752,7 @@ mod tests {
             let p = d.path().join(name);
             let mut f = File::create(&p).unwrap();
             let mut block = vec![b'a'; 64 << 10];
-            block[100..117].copy_from_slice(b"<$S>classified<$E");
-            block[117] = b'>';
+            block[100..118].copy_from_slice(b"<$S>classified<$E>");
             for _ in 0..mib * 16 {
                 f.write_all(&block).unwrap();
             }
