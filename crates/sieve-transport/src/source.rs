@@ -765,33 +765,20 @@ mod tests {
             let map = s.map.as_ref().unwrap();
             mapping_rss_kib(map.as_ptr() as usize) >> 10
         };
+        let prepare = |p: &Path, keep: &mut KeepMapped| {
+            Source::prepare(p, "doc.txt", &marks, true, None, keep).unwrap()
+        };
         let mut keep = KeepMapped::new();
-        let a = Source::prepare(&small, "small.txt", &marks, true, None, &mut keep).unwrap();
+        let a = prepare(&small, &mut keep);
         assert!(resident_mib(&a) >= 3, "{} MiB resident", resident_mib(&a));
         // 4 of the 32 MiB are taken: a 30 MiB document no longer fits, and is released.
-        let b = Source::prepare(&large, "large.txt", &marks, true, None, &mut keep).unwrap();
+        let b = prepare(&large, &mut keep);
         assert!(resident_mib(&b) <= 2, "{} MiB resident", resident_mib(&b));
         // Alone, it fits.
-        let c = Source::prepare(
-            &large,
-            "large.txt",
-            &marks,
-            true,
-            None,
-            &mut KeepMapped::new(),
-        );
-        let c = c.unwrap();
+        let c = prepare(&large, &mut KeepMapped::new());
         assert!(resident_mib(&c) >= 28, "{} MiB resident", resident_mib(&c));
         // Without a budget, nothing stays.
-        let e = Source::prepare(
-            &small,
-            "small.txt",
-            &marks,
-            true,
-            None,
-            &mut KeepMapped::none(),
-        );
-        let e = e.unwrap();
+        let e = prepare(&small, &mut KeepMapped::none());
         assert!(resident_mib(&e) <= 1, "{} MiB resident", resident_mib(&e));
         // The kept one is released by the sending like any other.
         a.release(0..a.watch.len());
