@@ -87,7 +87,8 @@ for d in docs:
         for key in ["response_ms", "total_ms", "sieve_ms", "wall_ms"]:
             v = list(col(d, m, key).values())
             digits = 2 if key == "sieve_ms" else 1
-            line += f"  {key[:-3]} {st.median(v):7.{digits}f} [{min(v):.{digits}f}..{max(v):.{digits}f}]"
+            label = "prepare" if key == "sieve_ms" else key[:-3]
+            line += f"  {label} {st.median(v):7.{digits}f} [{min(v):.{digits}f}..{max(v):.{digits}f}]"
         if m != base:
             for key in ["response_ms", "total_ms"]:
                 a, b = col(d, m, key), col(d, base, key)
