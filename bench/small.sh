@@ -14,11 +14,12 @@
 # to round, so that none always runs first) against one receiver on loopback, N = M = 1. Each
 # transfer is one `sieve send --json` process. Prints, per document and mode, the medians of
 # `response_ms` (first byte prepared to last acknowledgement), `total_ms` (connect included),
-# `sieve_ms` (the documents' preparation, which the response counts: opening, the marks scan,
-# auto's choice) and the process's wall time, each with [min..max], then each mode's ratio to the first mode of the
-# same build: of the medians, and the median [min..max] of the per-round ratios (the steadier
-# figure on a machine whose speed drifts). Any mode `sieve send --mode` takes can be listed. The
-# receiver is always this tree's build (or $SIEVE).
+# `sieve_ms` (printed as prepare: the documents' preparation, which the response counts:
+# opening, the marks scan, auto's choice) and the process's wall time, each with [min..max],
+# then each mode's ratio to the first mode of the same build: of the medians, and the median
+# [min..max] of the per-round ratios (the steadier figure on a machine whose speed drifts). Any
+# mode `sieve send --mode` takes can be listed. The receiver is always this tree's build (or
+# $SIEVE).
 set -euo pipefail
 ROUNDS=${1:-15}
 MODES=${2:-"secure-only sieve"}
