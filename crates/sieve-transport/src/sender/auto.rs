@@ -49,8 +49,8 @@ pub(super) async fn auto_context(cfg: &SendConfig) -> AutoContext {
 }
 
 /// `--mode auto`'s choice for `sources`, sieved as the sieve sends them, in `context`: with the
-/// suite `cfg` asks for, the MAC HELLO offers, and on a remembered path what compressing a
-/// sample of the cleartext leaves when that receiver accepts compressed cleartext.
+/// suite `cfg` asks for, the MAC HELLO offers, and, where a link may bind, what compressing a
+/// sample of the cleartext leaves.
 ///
 /// The documents are sieved by now: their marks scan is spent whichever mode is chosen, so the
 /// model prices what each mode has still to do (a near tie before the scan becomes the sieve's
@@ -67,15 +67,19 @@ pub(super) fn choose_mode(
         calibration,
     } = context;
     let calibration = calibration?;
-    let share = match path {
-        Some(p)
-            if p.compresses != Some(false)
-                && cfg.compress != sieve_core::compress::Compression::Off =>
-        {
-            tokio::task::block_in_place(|| cleartext_sample(sources))
-                .map_or(1.0, |s| crate::paths::cleartext_share(&s))
-        }
-        _ => 1.0,
+    // The share counts only where a link may bind: on a remembered path to a receiver that
+    // took compressed cleartext, or to another host not measured yet (whose receiver is taken
+    // to accept it, as every receiver of this version does unless told not to).
+    let may_compress = cfg.compress != sieve_core::compress::Compression::Off
+        && match &path {
+            Some(p) => p.compresses != Some(false),
+            None => !host.shared,
+        };
+    let share = if may_compress {
+        tokio::task::block_in_place(|| cleartext_sample(sources))
+            .map_or(1.0, |s| crate::paths::cleartext_share(&s))
+    } else {
+        1.0
     };
     let docs: Vec<sieve_core::cost::DocShape> = sources
         .iter()
