@@ -29,7 +29,8 @@
 //! ([`Overheads::MEASURED`] says how): on loopback it outweighs AES-GCM with AES instructions
 //! several times, which is why the sieve gains less there than the ciphers' speeds suggest. The
 //! inputs are measured, not assumed: the speeds by the transport's calibration at start, the path
-//! rate from the connection, the overheads once per kind of machine.
+//! rate from the connection, the overheads once per kind of machine. A path to another host that
+//! no session has measured yet is weighed at its worst for each mode ([`CostModel::unmeasured`]).
 //!
 //! Pure: no clocks, no I/O. The transport measures and calls [`CostModel::decide`].
 
@@ -337,14 +338,17 @@ impl CostModel {
         };
         let reason = if let Some(r) = unmeasured.filter(|_| sieve != sieve_wins(p)) {
             let at = if r.at_gbps.is_finite() {
-                format!("a {:.0} Mbit/s path", r.at_gbps * 8000.0)
+                format!(
+                    "a {:.0} Mbit/s path, where the compressed cleartext pays",
+                    r.at_gbps * 8000.0
+                )
             } else {
-                "a fast path".to_string()
+                "a fast path, where the cheaper CPU pays".to_string()
             };
             format!(
                 "path not measured yet: over the rates it may have, the sieve loses at most \
                  {:.1} ms against secure-only, secure-only at most {:.1} ms against the sieve \
-                 ({at}, where the compressed cleartext pays)",
+                 ({at})",
                 r.sieve, r.secure_only
             )
         } else if wire >= cpu_so && wire_sv >= cpu_sv && wire_sv < wire {
