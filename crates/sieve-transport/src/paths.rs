@@ -10,7 +10,10 @@
 //!
 //! For `--compress auto` it keeps the level the last session that ran it to a receiver ended
 //! at, and what zstd 1 made of that session's first frame, so that the next one starts there
-//! for data alike instead of climbing from zstd 1 (see `Auto::resume` in the core).
+//! for data alike instead of climbing from zstd 1 (see `Auto::resume` in the core). A few
+//! earlier sessions' levels for other data are kept beside it, so that a sender that
+//! alternates kinds of documents (logs, then the documentation) starts each where the last
+//! session with data like it ended ([`PathRecord::auto_start`]).
 //!
 //! It also keeps where each receiver's plain port was, so that the next session opens its
 //! plain connections while channel 0's TLS handshake runs (or while its documents are
@@ -31,8 +34,26 @@ use serde::{Deserialize, Serialize};
 use sieve_core::compress::{Codec, Compression, Encoded, Encoder};
 use sieve_core::report::SessionReport;
 
-/// What is kept of one receiver's path.
+/// Where `auto` ended a session, and for what data.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AutoStart {
+    /// The zstd level it ended at.
+    pub level: i32,
+    /// What zstd 1 made of that session's first cleartext frame (compressed / plain).
+    pub anchor_ratio: f64,
+}
+
+/// Levels kept for data other than the last session's.
+const MAX_OTHER_DATA: usize = 4;
+
+/// Whether two anchor ratios tell data alike: within `auto`'s own tolerance of each other.
+fn alike(a: f64, b: f64) -> bool {
+    let t = sieve_core::compress::auto::RESUME_TOLERANCE;
+    a > 0.0 && (a / t..=a * t).contains(&b)
+}
+
+/// What is kept of one receiver's path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathRecord {
     /// Bytes per nanosecond (GB/s) the last session put on the wire during its transfer.
     pub rate_gbps: f64,
@@ -51,6 +72,71 @@ pub struct PathRecord {
     /// session resumes `auto_level` only if its own first frame compresses alike.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_anchor_ratio: Option<f64>,
+    /// Where `auto` ended earlier sessions whose data were not alike to the last one's nor to
+    /// each other's, the most recent first, at most [`MAX_OTHER_DATA`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auto_others: Vec<AutoStart>,
+}
+
+impl PathRecord {
+    /// Whether any level of `auto` is kept.
+    pub fn has_auto_level(&self) -> bool {
+        self.auto_level.is_some() || !self.auto_others.is_empty()
+    }
+
+    /// Where `auto` should start, and the anchor ratio to check the first frame against, for
+    /// data whose first cleartext zstd 1 shrinks to `sample_ratio` (`None`: not known): the
+    /// level of the kept session whose data were most alike, if one was; without a sample, the
+    /// last session's. Data alike to none start as new: the first frame's check would send
+    /// such a start back to zstd 1 anyway, after frames spent at a level chosen for other data.
+    pub fn auto_start(&self, sample_ratio: Option<f64>) -> Option<(i32, Option<f64>)> {
+        let last = self.auto_level.map(|l| (l, self.auto_anchor_ratio));
+        let Some(now) = sample_ratio.filter(|r| r.is_finite() && *r > 0.0) else {
+            return last;
+        };
+        if let Some((level, None)) = last {
+            // Kept before anchors were: nothing to compare with.
+            return Some((level, None));
+        }
+        let distance = |a: f64| (a / now).ln().abs();
+        last.and_then(|(l, a)| {
+            a.map(|a| AutoStart {
+                level: l,
+                anchor_ratio: a,
+            })
+        })
+        .into_iter()
+        .chain(self.auto_others.iter().copied())
+        .filter(|s| alike(s.anchor_ratio, now))
+        .min_by(|x, y| distance(x.anchor_ratio).total_cmp(&distance(y.anchor_ratio)))
+        .map(|s| (s.level, Some(s.anchor_ratio)))
+    }
+}
+
+/// The other data's levels after a session of `auto` that left `new`: the level it replaces
+/// joins them, and any whose data are alike to the new session's goes (the new level is what
+/// suits such data now).
+fn others_after(before: Option<&PathRecord>, new: &PathRecord) -> Vec<AutoStart> {
+    let Some(b) = before else {
+        return Vec::new();
+    };
+    let previous = b
+        .auto_level
+        .zip(b.auto_anchor_ratio)
+        .map(|(level, anchor_ratio)| AutoStart {
+            level,
+            anchor_ratio,
+        });
+    previous
+        .into_iter()
+        .chain(b.auto_others.iter().copied())
+        .filter(|s| s.anchor_ratio.is_finite() && s.anchor_ratio > 0.0)
+        .filter(|s| {
+            !new.auto_anchor_ratio
+                .is_some_and(|n| alike(n, s.anchor_ratio))
+        })
+        .take(MAX_OTHER_DATA)
+        .collect()
 }
 
 /// Transfers shorter than this say more about start-up than about the path.
@@ -113,7 +199,7 @@ pub fn recall(file: &Path, to: &str) -> Option<PathRecord> {
     Paths::read(file)
         .receivers
         .get(to)
-        .copied()
+        .cloned()
         .filter(|r| r.rate_gbps.is_finite() && r.rate_gbps > 0.0)
 }
 
@@ -185,9 +271,12 @@ fn remember_at(
                 record.rate_gbps = b.rate_gbps;
             }
         }
-        if !learnt.auto {
+        if learnt.auto {
+            record.auto_others = others_after(before, &record);
+        } else {
             record.auto_level = before.and_then(|r| r.auto_level);
             record.auto_anchor_ratio = before.and_then(|r| r.auto_anchor_ratio);
+            record.auto_others = before.map(|r| r.auto_others.clone()).unwrap_or_default();
         }
         paths.receivers.insert(to.to_string(), record);
         evict_oldest(&mut paths.receivers, |r| r.seen);
@@ -281,6 +370,7 @@ fn record_of(report: &SessionReport) -> Option<PathRecord> {
             .and_then(|c| c.final_level.as_deref())
             .and_then(level_of),
         auto_anchor_ratio: auto.and_then(|c| c.anchor_ratio),
+        auto_others: Vec::new(),
     })
 }
 
@@ -382,6 +472,7 @@ mod tests {
             seen,
             auto_level: None,
             auto_anchor_ratio: None,
+            auto_others: Vec::new(),
         };
         remember_at(
             &path,
@@ -452,6 +543,7 @@ mod tests {
                 seen: 1000 - i,
                 auto_level: None,
                 auto_anchor_ratio: None,
+                auto_others: Vec::new(),
             };
             remember_at(
                 &path,
@@ -612,6 +704,90 @@ mod tests {
         let r = recall(&path, "r:7443").unwrap();
         assert!((r.rate_gbps - 0.030).abs() < 1e-12, "{r:?}");
         assert_eq!(r.auto_level, Some(9));
+    }
+
+    /// Sessions of `auto` on other data keep their levels beside the last one's: a sender
+    /// that alternates logs (zstd 1 makes 0.3 of them) and the documentation (0.04) starts each
+    /// where the last session with such data ended; data like none of them start as new.
+    #[test]
+    fn levels_are_kept_per_kind_of_data_and_chosen_by_a_sample() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("paths.json");
+        let auto = |level: &str, anchor: f64| {
+            let mut r = session(1000.0, 3_000_000, 27_000_000, Some(9_000_000));
+            if let Some(c) = r.compression.as_mut() {
+                c.policy = "auto".into();
+                c.final_level = Some(level.into());
+                c.anchor_ratio = Some(anchor);
+            }
+            r
+        };
+        let get = |path: &Path| recall(path, "r:7443").unwrap();
+        remember(&path, "r:7443", &auto("zstd:9", 0.3), None);
+        remember(&path, "r:7443", &auto("zstd:19", 0.04), None);
+        let r = get(&path);
+        assert_eq!((r.auto_level, r.auto_anchor_ratio), (Some(19), Some(0.04)));
+        assert_eq!(
+            r.auto_others,
+            vec![AutoStart {
+                level: 9,
+                anchor_ratio: 0.3
+            }]
+        );
+        assert_eq!(r.auto_start(Some(0.28)), Some((9, Some(0.3))));
+        assert_eq!(r.auto_start(Some(0.05)), Some((19, Some(0.04))));
+        assert_eq!(
+            r.auto_start(Some(0.6)),
+            None,
+            "random letters: start as new"
+        );
+        assert_eq!(r.auto_start(None), Some((19, Some(0.04))));
+        // Logs again, ending at zstd 6: their old level goes, the documentation's stays.
+        remember(&path, "r:7443", &auto("zstd:6", 0.32), None);
+        let r = get(&path);
+        assert_eq!(r.auto_level, Some(6));
+        assert_eq!(
+            r.auto_others,
+            vec![AutoStart {
+                level: 19,
+                anchor_ratio: 0.04
+            }]
+        );
+        // A fixed level leaves them all; at most MAX_OTHER_DATA are kept.
+        remember(
+            &path,
+            "r:7443",
+            &with_policy(auto("zstd:3", 0.9), "zstd:3"),
+            None,
+        );
+        assert_eq!(get(&path).auto_others.len(), 1);
+        for (i, anchor) in [0.6, 0.15, 0.01, 0.002, 0.0004].iter().enumerate() {
+            remember(
+                &path,
+                "r:7443",
+                &auto(&format!("zstd:{}", i + 1), *anchor),
+                None,
+            );
+        }
+        let r = get(&path);
+        assert_eq!(r.auto_others.len(), MAX_OTHER_DATA);
+        assert_eq!(r.auto_others[0].anchor_ratio, 0.002, "most recent first");
+        // A file from before other data were kept still reads; without anchors the last
+        // level is taken whatever the sample.
+        let old = PathRecord {
+            auto_level: Some(12),
+            auto_anchor_ratio: None,
+            auto_others: Vec::new(),
+            ..r
+        };
+        assert_eq!(old.auto_start(Some(0.5)), Some((12, None)));
+    }
+
+    fn with_policy(mut r: SessionReport, policy: &str) -> SessionReport {
+        if let Some(c) = r.compression.as_mut() {
+            c.policy = policy.into();
+        }
+        r
     }
 
     /// Prose shrinks; random bytes and nothing do not.

@@ -76,7 +76,7 @@ pub(super) fn choose_mode(
             None => !host.shared,
         };
     let share = if may_compress {
-        tokio::task::block_in_place(|| cleartext_sample(sources))
+        tokio::task::block_in_place(|| stream_sample(sources, Kind::Plain))
             .map_or(1.0, |s| crate::paths::cleartext_share(&s))
     } else {
         1.0
@@ -103,15 +103,14 @@ pub(super) fn choose_mode(
     ))
 }
 
-/// The first [`crate::paths::SAMPLE_LEN`] bytes of cleartext of the first document that has
-/// any (`None` if none has, or it cannot be read).
-fn cleartext_sample(sources: &[Source]) -> Option<Vec<u8>> {
-    let src = sources.iter().find(|s| s.stream_len(Kind::Plain) > 0)?;
-    let n = src
-        .stream_len(Kind::Plain)
-        .min(crate::paths::SAMPLE_LEN as u64) as usize;
+/// The first [`crate::paths::SAMPLE_LEN`] bytes of the `kind` stream of the first document
+/// that has any (`None` if none has, or it cannot be read): the bytes the first frame of that
+/// kind is cut from.
+pub(super) fn stream_sample(sources: &[Source], kind: Kind) -> Option<Vec<u8>> {
+    let src = sources.iter().find(|s| s.stream_len(kind) > 0)?;
+    let n = src.stream_len(kind).min(crate::paths::SAMPLE_LEN as u64) as usize;
     let mut buf = vec![0u8; n];
-    src.read(Kind::Plain, 0, &mut buf).ok()?;
+    src.read(kind, 0, &mut buf).ok()?;
     Some(buf)
 }
 

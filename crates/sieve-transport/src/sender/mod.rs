@@ -785,12 +785,19 @@ async fn compressor(
     let c = tokio::task::block_in_place(|| {
         // `auto` starts where the last session to this receiver left it; between two ends on
         // one host there is no path to remember, and `auto` does not compress there.
+        // Among the levels kept, the one whose data were like these: what zstd 1 makes of the
+        // first cleartext frame, measured here on the same bytes before it is cut.
         let resume = match (&cfg.path_memory, cfg.compress, same_host) {
             (Some(file), sieve_core::compress::Compression::Auto, false) => {
-                crate::paths::recall(file, &cfg.to).and_then(|r| {
-                    let level = sieve_core::compress::Codec::zstd(r.auto_level?).ok()?;
-                    Some((level, r.auto_anchor_ratio))
-                })
+                crate::paths::recall(file, &cfg.to)
+                    .filter(crate::paths::PathRecord::has_auto_level)
+                    .and_then(|r| {
+                        let ratio = auto::stream_sample(sources, link_kind)
+                            .map(|s| crate::paths::cleartext_share(&s));
+                        let (level, anchor) = r.auto_start(ratio)?;
+                        let level = sieve_core::compress::Codec::zstd(level).ok()?;
+                        Some((level, anchor))
+                    })
             }
             _ => None,
         };
