@@ -6,7 +6,8 @@
 //! keeps, per receiver address (`--to` as written), the rate its last session to that receiver
 //! achieved on the wire and whether that receiver accepted compressed cleartext, in
 //! `$XDG_CACHE_HOME/sieve/paths.json` beside the calibration. A first session to a receiver
-//! has no record and is chosen by the CPU alone, as before.
+//! has no record: the model then weighs what each mode can lose over the rates the path may
+//! have (`CostModel::unmeasured` in the core).
 //!
 //! For `--compress auto` it keeps the level the last session that ran it to a receiver ended
 //! at, and what zstd 1 made of that session's first frame, so that the next one starts there
