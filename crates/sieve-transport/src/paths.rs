@@ -47,10 +47,9 @@ pub struct AutoStart {
 /// Levels kept for data other than the last session's.
 const MAX_OTHER_DATA: usize = 4;
 
-/// Whether two anchor ratios tell data alike: within `auto`'s own tolerance of each other.
+/// Whether two anchor ratios tell data alike, as `auto`'s own check of a resumed level does.
 fn alike(a: f64, b: f64) -> bool {
-    let t = sieve_core::compress::auto::RESUME_TOLERANCE;
-    a > 0.0 && (a / t..=a * t).contains(&b)
+    a > 0.0 && sieve_core::compress::auto::alike(a, b)
 }
 
 /// What is kept of one receiver's path.

@@ -202,6 +202,12 @@ pub const EXPLORE_FRAME: u64 = 256 << 10;
 /// be from the one remembered with a resumed level for the data to count as alike.
 pub const RESUME_TOLERANCE: f64 = 1.5;
 
+/// Whether data whose first frame the anchor shrinks to `now` are alike to data it shrank to
+/// `remembered`: within [`RESUME_TOLERANCE`] of it either way.
+pub fn alike(remembered: f64, now: f64) -> bool {
+    (remembered / RESUME_TOLERANCE..=remembered * RESUME_TOLERANCE).contains(&now)
+}
+
 /// How many times slower than its estimate a level not measured yet is assumed to compress when
 /// its first frame is cut to [`FRAME_TIME_S`]: generated records and random letters compress at
 /// the high levels up to about three times slower than the profile scaled to a measured level.
@@ -494,8 +500,7 @@ impl Auto {
         m.pairs += 1;
         if let Some((level, remembered)) = self.resumed.take() {
             let now = ratio(anchor);
-            let like =
-                (remembered / RESUME_TOLERANCE..=remembered * RESUME_TOLERANCE).contains(&now);
+            let like = alike(remembered, now);
             if level == i && like && self.decision.codec == Some(self.cfg.levels[level]) {
                 // The data are alike: the remembered level gets every core (see `resume`).
                 self.decision.workers = self.decision.workers.max(self.cfg.cores);

@@ -50,7 +50,9 @@ pub(super) async fn auto_context(cfg: &SendConfig) -> AutoContext {
 
 /// `--mode auto`'s choice for `sources`, sieved as the sieve sends them, in `context`: with the
 /// suite `cfg` asks for, the MAC HELLO offers, and, where a link may bind, what compressing a
-/// sample of the cleartext leaves.
+/// sample of the cleartext leaves. Returns that share too, when it was measured (`None`
+/// otherwise), for the compressor to choose a kept level by without compressing the sample
+/// again.
 ///
 /// The documents are sieved by now: their marks scan is spent whichever mode is chosen, so the
 /// model prices what each mode has still to do (a near tie before the scan becomes the sieve's
@@ -60,7 +62,7 @@ pub(super) fn choose_mode(
     sources: &[Source],
     context: AutoContext,
     macs: MacOffer,
-) -> Result<DecisionReport> {
+) -> Result<(DecisionReport, Option<f64>)> {
     let AutoContext {
         host,
         path,
@@ -75,12 +77,13 @@ pub(super) fn choose_mode(
             Some(p) => p.compresses != Some(false),
             None => !host.shared,
         };
-    let share = if may_compress {
+    let sample_share = if may_compress {
         tokio::task::block_in_place(|| stream_sample(sources, Kind::Plain))
-            .map_or(1.0, |s| crate::paths::cleartext_share(&s))
+            .map(|s| crate::paths::cleartext_share(&s))
     } else {
-        1.0
+        None
     };
+    let share = sample_share.unwrap_or(1.0);
     let docs: Vec<sieve_core::cost::DocShape> = sources
         .iter()
         .map(|s| sieve_core::cost::DocShape {
@@ -93,14 +96,15 @@ pub(super) fn choose_mode(
         })
         .collect();
     let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
-    Ok(decide::choose(
+    let decision = decide::choose(
         &calibration,
         // The receiver chooses among the offer; on a machine like this one, the first.
         (cipher, macs.algs().first().copied().unwrap_or(MacAlg::Gmac)),
         host,
         &docs,
         path.map(|p| p.rate_gbps),
-    ))
+    );
+    Ok((decision, sample_share))
 }
 
 /// The first [`crate::paths::SAMPLE_LEN`] bytes of the `kind` stream of the first document

@@ -325,6 +325,8 @@ pub struct Prepared {
     dial: Option<Dial>,
     /// The cleartext MACs HELLO offers, fastest first by this machine's measurement.
     macs: MacOffer,
+    /// What zstd 1 made of the first 256 KiB of cleartext, when `auto`'s choice measured it.
+    sample_share: Option<f64>,
     /// Keeps the files' read leases answered while they are sent.
     _leases: Option<Leases>,
 }
@@ -525,17 +527,17 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             if bare.len() == 1 { " has" } else { "s have" },
         );
     }
-    let (mode, decision, macs) = match ahead {
-        Ahead::Fixed(m, known) => (m, None, mac_offer(known.as_ref())),
+    let (mode, decision, macs, sample_share) = match ahead {
+        Ahead::Fixed(m, known) => (m, None, mac_offer(known.as_ref()), None),
         Ahead::Auto(context) => {
             let macs = mac_offer(context.calibration.as_ref().ok());
-            let d = choose_mode(cfg, &sources, context, macs)?;
+            let (d, sample_share) = choose_mode(cfg, &sources, context, macs)?;
             if d.chosen == Mode::SecureOnly {
                 for s in &mut sources {
                     s.make_secure_only();
                 }
             }
-            (d.chosen, Some(d), macs)
+            (d.chosen, Some(d), macs, sample_share)
         }
     };
     // `auto`'s choice (the calibration, where the receiver runs, a sample of the cleartext)
@@ -549,6 +551,7 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         decision,
         dial,
         macs,
+        sample_share,
         _leases: leases,
     };
     Ok(prepared)
@@ -604,6 +607,7 @@ pub async fn send_prepared(
         decision,
         dial,
         macs,
+        sample_share,
         _leases: leases,
     } = prepared;
     let docs_leased = sources.iter().filter(|s| s.watch().leased()).count();
@@ -629,7 +633,7 @@ pub async fn send_prepared(
         cfg,
         mode,
         &connected.session,
-        &sources,
+        (&sources, sample_share),
         same_host,
         kind_queues,
     )
@@ -743,12 +747,13 @@ fn session_for(cfg: &SendConfig, mode: Mode, sources: &[Source], macs: MacOffer)
 /// what the receiver accepted, its decompression speed, the sockets that measure the link
 /// (plain ones, or in secure-only mode the secure ones), a sample of the cleartext for ACCENT's
 /// profile, whether the receiver is on this host (`auto` then stays off), and for `auto` the
-/// level its last session to this receiver ended at ([`crate::paths`]).
+/// level its last session to this receiver ended at ([`crate::paths`]), chosen by what zstd 1
+/// makes of the first cleartext (`sample_share`, if `--mode auto` measured it already).
 async fn compressor(
     cfg: &SendConfig,
     mode: Mode,
     session: &message::SessionMsg,
-    sources: &[Source],
+    (sources, sample_share): (&[Source], Option<f64>),
     (n_plain, same_host): (u8, bool),
     kind_queues: [Arc<SendQueues>; 2],
 ) -> Result<Option<Arc<compress::Compressor>>> {
@@ -786,15 +791,20 @@ async fn compressor(
         // `auto` starts where the last session to this receiver left it; between two ends on
         // one host there is no path to remember, and `auto` does not compress there.
         // Among the levels kept, the one whose data were like these: what zstd 1 makes of the
-        // first cleartext frame, measured here on the same bytes before it is cut.
+        // first cleartext frame's bytes, measured by auto's choice already or here, before the
+        // frame is cut.
+        let first_share = || {
+            let measured = sample_share.filter(|_| link_kind == Kind::Plain);
+            measured.or_else(|| {
+                auto::stream_sample(sources, link_kind).map(|s| crate::paths::cleartext_share(&s))
+            })
+        };
         let resume = match (&cfg.path_memory, cfg.compress, same_host) {
             (Some(file), sieve_core::compress::Compression::Auto, false) => {
                 crate::paths::recall(file, &cfg.to)
                     .filter(crate::paths::PathRecord::has_auto_level)
                     .and_then(|r| {
-                        let ratio = auto::stream_sample(sources, link_kind)
-                            .map(|s| crate::paths::cleartext_share(&s));
-                        let (level, anchor) = r.auto_start(ratio)?;
+                        let (level, anchor) = r.auto_start(first_share())?;
                         let level = sieve_core::compress::Codec::zstd(level).ok()?;
                         Some((level, anchor))
                     })
