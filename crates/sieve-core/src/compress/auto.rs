@@ -407,8 +407,8 @@ impl Auto {
     }
 
     /// Whether the policy runs a resumed level whose data check is still to come: the first
-    /// frame compressed at both it and the anchor has not told yet whether this data is like
-    /// the last session's. Meanwhile frames are at most [`EXPLORE_FRAME`] and one core
+    /// frame compressed at both it and the anchor (at the anchor alone, when the anchor itself
+    /// was resumed) has not told yet whether this data is like the last session's. Meanwhile frames are at most [`EXPLORE_FRAME`] and one core
     /// compresses.
     ///
     /// Why: frames are planned ahead of their compression (one per worker, and the next while
