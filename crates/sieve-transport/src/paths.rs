@@ -69,7 +69,7 @@ fn alike(a: f64, b: f64) -> bool {
 /// Whether two anchor ratios are close enough for one session's level to stand for the other's
 /// (see [`SAME_DATA_TOLERANCE`]).
 fn same_data(a: f64, b: f64) -> bool {
-    a > 0.0 && b > 0.0 && (a / b).max(b / a) <= SAME_DATA_TOLERANCE
+    a > 0.0 && sieve_core::compress::auto::alike_within(a, b, SAME_DATA_TOLERANCE)
 }
 
 /// What is kept of one receiver's path.

@@ -125,6 +125,13 @@ pub struct CompressSample {
     pub cpu_s: f64,
 }
 
+impl CompressSample {
+    /// Compressed / plain, kept within (0, 1] so that ratios of ratios stay finite.
+    fn ratio(&self) -> f64 {
+        (self.compressed as f64 / self.plain as f64).clamp(1e-6, 1.0)
+    }
+}
+
 /// What the plain sockets did over a stretch of time.
 ///
 /// The send queue is observed around every write (see the transport's link monitor), which cuts
@@ -205,7 +212,12 @@ pub const RESUME_TOLERANCE: f64 = 1.5;
 /// Whether data whose first frame the anchor shrinks to `now` are alike to data it shrank to
 /// `remembered`: within [`RESUME_TOLERANCE`] of it either way.
 pub fn alike(remembered: f64, now: f64) -> bool {
-    (remembered / RESUME_TOLERANCE..=remembered * RESUME_TOLERANCE).contains(&now)
+    alike_within(remembered, now, RESUME_TOLERANCE)
+}
+
+/// Whether `now` is within a factor of `tolerance` of `remembered`, either way.
+pub fn alike_within(remembered: f64, now: f64, tolerance: f64) -> bool {
+    (remembered / tolerance..=remembered * tolerance).contains(&now)
 }
 
 /// How many times slower than its estimate a level not measured yet is assumed to compress when
@@ -457,8 +469,7 @@ impl Auto {
         if self.anchor == Some(i) && self.resumed.is_some_and(|(level, _)| level == i) {
             // The anchor itself resumed: it is never paired with itself, so its own first
             // frame is the check.
-            let now = (s.compressed as f64 / s.plain as f64).clamp(1e-6, 1.0);
-            self.check_resumed(i, now);
+            self.check_resumed(i, s.ratio());
         }
     }
 
@@ -504,11 +515,10 @@ impl Auto {
         let Some(i) = self.cfg.levels.iter().position(|&c| c == main.codec) else {
             return;
         };
-        let ratio = |s: CompressSample| (s.compressed as f64 / s.plain as f64).clamp(1e-6, 1.0);
         let m = &mut self.measured[i];
-        m.relative = ewma(m.relative, ratio(main) / ratio(anchor));
+        m.relative = ewma(m.relative, main.ratio() / anchor.ratio());
         m.pairs += 1;
-        self.check_resumed(i, ratio(anchor));
+        self.check_resumed(i, anchor.ratio());
     }
 
     /// The first frame compressed at the resumed level `i` (and at the anchor, whose ratio on
