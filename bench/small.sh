@@ -6,6 +6,9 @@
 #   SIZES="1MB 10MB" PS="0.1 0.9" bench/small.sh 15 "secure-only sieve auto"
 #   SIEVE=/path/to/sieve bench/small.sh ...  another binary (default: this tree's release build)
 #   WRITE=1 bench/small.sh ...               the receiver writes (fsync, rename) instead of --discard
+#   KIND=log SIZES=8MiB PS=0.1 bench/small.sh 30 "secure-only sieve auto"
+#                                            realistic documents (`sieve gen --kind`) instead of
+#                                            x-P letters: dense ones, a marked value per line
 #   bench/small.sh 60 "secure-only auto secure-only@OLD auto@OLD"
 #                                            MODE@PATH sends with another build of sieve (before
 #                                            and after a change, in the same rounds)
@@ -37,7 +40,8 @@ cd "$W"
 mkdir out
 for s in $SIZES; do
   for p in $PS; do
-    "$SIEVE" gen --size "$s" --proportion "$p" -o "doc-$s-$p.txt" 2>/dev/null
+    "$SIEVE" gen --kind "${KIND:-letters}" --size "$s" --proportion "$p" -o "doc-$s-$p.txt" \
+      2>/dev/null
   done
 done
 cat doc-*.txt > /dev/null

@@ -6,9 +6,11 @@
 //! work than the thesis's reference shuffle, so it is the honest upper bound.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use sieve_core::corpus::DocKind;
 use sieve_core::gen::{write_xp, XpSpec, MB};
 use sieve_core::marks::MarkConfig;
-use sieve_core::sieve::{integrate, sieve_marked, Marks};
+use sieve_core::marks_parallel::{count_parallel_releasing, parse_parallel};
+use sieve_core::sieve::{integrate, sieve_marked, Marks, Placement};
 
 fn doc(size: u64, p: f64) -> Vec<u8> {
     let mut out = Vec::new();
@@ -51,5 +53,33 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// The sender's marks pass over dense documents (a classified value every hundred bytes or so):
+/// what `sieve send` does before it can choose or send, on two threads as on this project's
+/// machines, from the bytes to the placement the sending walks; and the pass that only counts
+/// (`--mode auto` on a dense document). Here the cost is per segment, not per byte.
+fn dense(c: &mut Criterion) {
+    let cfg = MarkConfig::default();
+    let mut g = c.benchmark_group("marks-pass");
+    g.sample_size(30);
+    for kind in [DocKind::Log, DocKind::Csv] {
+        let mut d = Vec::new();
+        sieve_core::corpus::write(kind, 8 << 20, 0.1, 1, true, &mut d, |_| {})
+            .expect("in-memory write");
+        g.throughput(Throughput::Bytes(d.len() as u64));
+        let id = format!("{}-8MiB-10", kind.name());
+        g.bench_with_input(BenchmarkId::new("sieve", &id), &d, |b, d| {
+            b.iter(|| {
+                let parsed = parse_parallel(&cfg, d, 2, 1 << 20).expect("well marked");
+                Placement::new(&parsed.layout(), Some((4, 4))).expect("fits")
+            })
+        });
+        // What `--mode auto` spends on a dense document it then sends secure-only.
+        g.bench_with_input(BenchmarkId::new("count", &id), &d, |b, d| {
+            b.iter(|| count_parallel_releasing(&cfg, d, 2, 1 << 20, &|_| {}).expect("well marked"))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, dense);
 criterion_main!(benches);

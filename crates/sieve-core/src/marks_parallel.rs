@@ -17,7 +17,59 @@
 //! Errors are those of the sequential parse: parts are examined in order and the first failing
 //! part reports; all parts before it succeeded, so its starting state was the true one.
 
-use crate::marks::{Collector, Event, MarkConfig, MarkError, MarkParser, ParsedMarks};
+use crate::marks::{
+    Collector, Counter, Event, MarkConfig, MarkCounts, MarkError, MarkParser, ParsedMarks,
+};
+
+/// What a pass gathers from the parser's events: every run ([`Collector`], what the sieve
+/// sends by) or only their counts ([`Counter`], what choosing a mode needs). Each part of the
+/// input gathers alone; the parts' results are then appended in order.
+pub trait Gather: Default + Send {
+    /// The result of a part, and of the whole.
+    type Out: Send;
+    /// Take one event, in the order the parser emits them.
+    fn event(&mut self, ev: Event<'_>);
+    /// The part's result.
+    fn finish(self) -> Self::Out;
+    /// `whole` followed by `part`, the part of the input right after it.
+    fn append(whole: &mut Self::Out, part: Self::Out);
+}
+
+impl Gather for Collector {
+    type Out = ParsedMarks;
+    fn event(&mut self, ev: Event<'_>) {
+        Collector::event(self, ev)
+    }
+    fn finish(self) -> ParsedMarks {
+        Collector::finish(self)
+    }
+    fn append(whole: &mut ParsedMarks, part: ParsedMarks) {
+        let shift = whole.content_len;
+        whole
+            .ranges
+            .extend(part.ranges.iter().map(|r| r.start + shift..r.end + shift));
+        for e in part.extents {
+            match whole.extents.last_mut() {
+                Some(last) if last.raw + last.len == e.raw => last.len += e.len,
+                _ => whole.extents.push(e),
+            }
+        }
+        whole.content_len += part.content_len;
+    }
+}
+
+impl Gather for Counter {
+    type Out = MarkCounts;
+    fn event(&mut self, ev: Event<'_>) {
+        Counter::event(self, ev)
+    }
+    fn finish(self) -> MarkCounts {
+        Counter::finish(self)
+    }
+    fn append(whole: &mut MarkCounts, part: MarkCounts) {
+        whole.append(part)
+    }
+}
 
 /// Parse `input` on up to `threads` threads, giving each part at least `min_part` bytes.
 ///
@@ -44,18 +96,41 @@ pub fn parse_parallel_releasing(
     min_part: usize,
     done: &(dyn Fn(std::ops::Range<usize>) + Sync),
 ) -> Result<ParsedMarks, MarkError> {
+    pass_parallel::<Collector>(cfg, input, threads, min_part, done)
+}
+
+/// [`parse_parallel_releasing`] that only counts ([`crate::marks::count_all`]): the same checks
+/// and errors, the layout's shape without the layout.
+pub fn count_parallel_releasing(
+    cfg: &MarkConfig,
+    input: &[u8],
+    threads: usize,
+    min_part: usize,
+    done: &(dyn Fn(std::ops::Range<usize>) + Sync),
+) -> Result<MarkCounts, MarkError> {
+    pass_parallel::<Counter>(cfg, input, threads, min_part, done)
+}
+
+/// The marks pass over `input` in parts, each gathered by a `G` of its own, joined in order.
+fn pass_parallel<G: Gather>(
+    cfg: &MarkConfig,
+    input: &[u8],
+    threads: usize,
+    min_part: usize,
+    done: &(dyn Fn(std::ops::Range<usize>) + Sync),
+) -> Result<G::Out, MarkError> {
     cfg.validate()?;
     let cuts = cuts(cfg, input, threads, min_part.max(1));
     let bounds: Vec<(usize, usize)> = std::iter::once(0)
         .chain(cuts.iter().copied())
         .zip(cuts.iter().copied().chain(std::iter::once(input.len())))
         .collect();
-    let results: Vec<Result<ParsedMarks, MarkError>> = std::thread::scope(|s| {
+    let results: Vec<Result<G::Out, MarkError>> = std::thread::scope(|s| {
         let handles: Vec<_> = bounds[1..]
             .iter()
-            .map(|&(a, b)| s.spawn(move || parse_part(cfg, input, a, b, done)))
+            .map(|&(a, b)| s.spawn(move || parse_part::<G>(cfg, input, a, b, done)))
             .collect();
-        let first = parse_part(cfg, input, bounds[0].0, bounds[0].1, done);
+        let first = parse_part::<G>(cfg, input, bounds[0].0, bounds[0].1, done);
         std::iter::once(first)
             .chain(handles.into_iter().map(|h| {
                 h.join()
@@ -63,34 +138,29 @@ pub fn parse_parallel_releasing(
             }))
             .collect()
     });
-    let mut out = ParsedMarks::default();
-    for part in results {
-        let part = part?;
-        let shift = out.content_len;
-        out.ranges
-            .extend(part.ranges.iter().map(|r| r.start + shift..r.end + shift));
-        for e in part.extents {
-            match out.extents.last_mut() {
-                Some(last) if last.raw + last.len == e.raw => last.len += e.len,
-                _ => out.extents.push(e),
-            }
-        }
-        out.content_len += part.content_len;
+    let mut parts = results.into_iter();
+    // The first part is where the others are appended: its runs are not copied again.
+    let mut whole = match parts.next() {
+        Some(first) => first?,
+        None => unreachable!("the bounds hold one part at least"),
+    };
+    for part in parts {
+        G::append(&mut whole, part?);
     }
-    Ok(out)
+    Ok(whole)
 }
 
 /// Parse `input[a..b]` from a state outside any classified part; it must also end outside.
-fn parse_part(
+fn parse_part<G: Gather>(
     cfg: &MarkConfig,
     input: &[u8],
     a: usize,
     b: usize,
     done: &(dyn Fn(std::ops::Range<usize>) + Sync),
-) -> Result<ParsedMarks, MarkError> {
+) -> Result<G::Out, MarkError> {
     let mut parser = MarkParser::starting_at(cfg.clone(), a as u64)?;
-    let mut col = Collector::default();
-    let mut sink = |ev: Event<'_>| col.event(ev);
+    let mut gather = G::default();
+    let mut sink = |ev: Event<'_>| gather.event(ev);
     let mut at = a;
     while at < b {
         let end = (at + STEP).min(b);
@@ -99,7 +169,7 @@ fn parse_part(
         at = end;
     }
     parser.finish(&mut sink)?;
-    Ok(col.finish())
+    Ok(gather.finish())
 }
 
 /// Cut points: each just after a safe end mark at or after an even share of the input.

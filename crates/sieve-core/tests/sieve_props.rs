@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use proptest::prelude::*;
 use sieve_core::marks::{self, Collector, Event, MarkConfig, MarkParser};
-use sieve_core::marks_parallel::parse_parallel;
+use sieve_core::marks_parallel::{count_parallel_releasing, parse_parallel};
 use sieve_core::ranges::ClassifiedRanges;
 use sieve_core::sieve::{integrate, sieve, sieve_marked, Marks, Placement};
 use sieve_core::Kind;
@@ -116,6 +116,31 @@ proptest! {
             parse_parallel(&cfg, &marked, threads, min_part),
             marks::parse_all(&cfg, &marked)
         );
+    }
+
+    /// Counting is the parse without the runs: for any bytes, well marked or not, on any
+    /// number of threads, the same error or the shape of the layout the parse builds.
+    #[test]
+    fn counting_gives_the_parsed_layouts_shape(raw in content(), (content, ranges) in doc_and_ranges(), threads in 1usize..6, min_part in 1usize..48, strip in any::<bool>()) {
+        let cfg = MarkConfig { strip, ..MarkConfig::default() };
+        let marked = marks::mark_document(&MarkConfig { strip: true, ..MarkConfig::default() }, &content, &ranges);
+        for input in [&raw, &marked] {
+            let parsed = marks::parse_all(&cfg, input);
+            let counted = marks::count_all(&cfg, input);
+            let counted_parallel = count_parallel_releasing(&cfg, input, threads, min_part, &|_| {});
+            prop_assert_eq!(&counted, &counted_parallel);
+            match (parsed, counted) {
+                (Ok(p), Ok(c)) => {
+                    let layout = p.layout();
+                    prop_assert_eq!(c.content_len, layout.content_len());
+                    prop_assert_eq!(c.classified, layout.stream_len(Kind::Secure));
+                    prop_assert_eq!(c.ranges, p.ranges.len() as u64);
+                    prop_assert_eq!(c.segments(), layout.lens.len() as u64);
+                }
+                (Err(p), Err(c)) => prop_assert_eq!(p, c),
+                (p, c) => prop_assert!(false, "parse {:?} but count {:?}", p, c),
+            }
+        }
     }
 
     #[test]

@@ -27,8 +27,11 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use memmap2::{Advice, Mmap, UncheckedAdvice};
-use sieve_core::marks::{Collector, Event, Extent, MarkConfig, MarkError, MarkParser, ParsedMarks};
-use sieve_core::marks_parallel::parse_parallel_releasing;
+use sieve_core::cost::DocShape;
+use sieve_core::marks::{
+    Collector, Counter, Event, Extent, MarkConfig, MarkCounts, MarkError, MarkParser, ParsedMarks,
+};
+use sieve_core::marks_parallel::{count_parallel_releasing, parse_parallel_releasing};
 use sieve_core::sieve::Placement;
 use sieve_core::{ranges_file, Kind, Layout};
 
@@ -40,6 +43,22 @@ const RELEASE_ALIGN: usize = 2 << 20;
 
 /// Smallest part of a mapped document the marks pass gives a thread of its own.
 const PARALLEL_MARKS_PART: usize = 8 << 20;
+
+/// Smallest part of a dense document ([`DENSE_VALUES`]) the counting pass gives a thread of its
+/// own: there the pass costs per value, a few hundred microseconds per MiB, against the tens of
+/// microseconds a thread takes to start, and counts are joined for nothing.
+const PARALLEL_COUNT_PART: usize = 1 << 20;
+
+/// Bytes at the start of a marked document that `--mode auto` reads first, to tell a dense
+/// document ([`Source::prepare_counting`]).
+const PROBE_BYTES: usize = 256 << 10;
+
+/// Marked values in the first [`PROBE_BYTES`] from which a document is dense: one every 4 KiB
+/// on average. Below it (an x-P file has five per megabyte) the marks pass costs what reading
+/// the bytes costs, whichever mode follows; above it (logs, CSV exports, marked prose: a value
+/// every hundred bytes or so) its cost is per value, and collecting every run costs twice what
+/// checking and counting them does (`cargo bench -p sieve-core --bench sieve -- marks-pass`).
+const DENSE_VALUES: u64 = 64;
 
 /// Most bytes of mapped documents, over all the documents of one send, whose pages the pass that
 /// finds the classified ranges leaves in the page tables ([`KeepMapped`]).
@@ -143,6 +162,18 @@ pub struct Source {
     streams: Placement,
     /// Length of the document the receiver writes (content and restored marks).
     output_len: u64,
+    /// Marks checked and counted, runs not collected: the document is ready to go secure-only,
+    /// and [`Source::sieve_pending`] collects its runs if the sieve is chosen after all.
+    pending: Option<Pending>,
+}
+
+/// What a document prepared by counting ([`Source::prepare_counting`]) keeps for the sieve.
+#[derive(Debug)]
+struct Pending {
+    counts: MarkCounts,
+    cfg: MarkConfig,
+    /// Whether its pages stay mapped after a pass ([`KeepMapped`]).
+    kept: bool,
 }
 
 impl Source {
@@ -157,6 +188,38 @@ impl Source {
         mmap: bool,
         leases: Option<&Leases>,
         keep: &mut KeepMapped,
+    ) -> Result<Source> {
+        Source::open_and_sieve(path, name, how, (mmap, leases, keep), None)
+    }
+
+    /// [`Source::prepare`] for `--mode auto`, which may send the document secure-only: a
+    /// mapped document with inline marks (kept, not stripped) whose first [`PROBE_BYTES`] hold
+    /// [`DENSE_VALUES`] marked values or more is only checked and counted, not collected, when
+    /// `secure_only_likely` says the estimate of its shape from those bytes will go secure-only.
+    /// Its marks are checked all the same: a badly marked file fails here, whatever is chosen.
+    /// [`Source::sieve_pending`] then collects its runs if the sieve is chosen after all.
+    pub(crate) fn prepare_counting(
+        path: &Path,
+        name: &str,
+        how: &Classify,
+        (mmap, leases, keep): (bool, Option<&Leases>, &mut KeepMapped),
+        secure_only_likely: &dyn Fn(&DocShape) -> bool,
+    ) -> Result<Source> {
+        Source::open_and_sieve(
+            path,
+            name,
+            how,
+            (mmap, leases, keep),
+            Some(secure_only_likely),
+        )
+    }
+
+    fn open_and_sieve(
+        path: &Path,
+        name: &str,
+        how: &Classify,
+        (mmap, leases, keep): (bool, Option<&Leases>, &mut KeepMapped),
+        count_if: Option<&dyn Fn(&DocShape) -> bool>,
     ) -> Result<Source> {
         let watch = Watched::open(path, leases)?;
         let len = watch.len();
@@ -190,6 +253,7 @@ impl Source {
                 ranges_file::parse(&json, len).with_context(|| format!("in {}", rf.display()))?;
             Ok(Layout::from_ranges(len, ranges.as_slice()))
         };
+        let mut pending = None;
         let (layout, extents, marks) = match how {
             Classify::All => (Layout::whole(Kind::Secure, len), whole(), None),
             Classify::RangesFile(rf) => (ranges(rf, false)?, whole(), None),
@@ -204,44 +268,51 @@ impl Source {
                 (Layout::from_ranges(len, &ranges), whole(), None)
             }
             Classify::Marks(cfg) => {
-                let parsed = match &map {
-                    Some(m) => {
-                        let threads = crate::cpu::cores();
-                        parse_parallel_releasing(cfg, m, threads, PARALLEL_MARKS_PART, &|r| {
-                            scanned(m, r)
-                        })
+                let refuse = |e| badly_marked(e, path, map.as_deref(), watch.file());
+                let counting = match (&map, count_if) {
+                    (Some(m), Some(likely)) if !cfg.strip => {
+                        probe(cfg, m).is_some_and(|estimate| likely(&estimate))
                     }
-                    None => parse_by_reading(watch.file(), cfg, path)?,
+                    _ => false,
                 };
-                let parsed = parsed.map_err(|e| {
-                    // Where, as an editor shows it: path:line:column, then the byte offset.
-                    let place = e
-                        .at()
-                        .and_then(|at| line_col_of(map.as_deref(), watch.file(), at))
-                        .map_or(String::new(), |(l, c)| format!(":{l}:{c}"));
-                    anyhow::Error::new(e)
-                        .context(format!("{}{place}: not correctly marked", path.display()))
-                })?;
-                let marks = (!cfg.strip).then(|| (cfg.start.clone(), cfg.end.clone()));
-                (parsed.layout(), parsed.extents, marks)
+                match &map {
+                    Some(m) if counting => {
+                        let counts = count_parallel_releasing(
+                            cfg,
+                            m,
+                            crate::cpu::cores(),
+                            PARALLEL_COUNT_PART,
+                            &|r| scanned(m, r),
+                        )
+                        .map_err(refuse)?;
+                        pending = Some(Pending {
+                            counts,
+                            cfg: cfg.clone(),
+                            kept,
+                        });
+                        // Until the sieve is chosen, the file as it is, marks and all: what
+                        // secure-only sends.
+                        (Layout::whole(Kind::Secure, len), whole(), None)
+                    }
+                    _ => {
+                        let parsed = match &map {
+                            Some(m) => parse_parallel_releasing(
+                                cfg,
+                                m,
+                                crate::cpu::cores(),
+                                PARALLEL_MARKS_PART,
+                                &|r| scanned(m, r),
+                            ),
+                            None => parse_by_reading(watch.file(), cfg, path)?,
+                        };
+                        let parsed = parsed.map_err(refuse)?;
+                        let marks = (!cfg.strip).then(|| (cfg.start.clone(), cfg.end.clone()));
+                        (parsed.layout(), parsed.extents, marks)
+                    }
+                }
             }
         };
-        let mut content_starts = Vec::with_capacity(extents.len());
-        let mut pos = 0;
-        for e in &extents {
-            content_starts.push(pos);
-            pos += e.len;
-        }
-        if pos != layout.content_len() {
-            bail!("internal error: content runs ({pos} bytes) disagree with the layout");
-        }
-        let streams = Placement::new(&layout, None)
-            .with_context(|| format!("{} cannot be described", path.display()))?;
-        let marks_len = marks
-            .as_ref()
-            .map(|(s, e): &(Vec<u8>, Vec<u8>)| (s.len() as u64, e.len() as u64));
-        let output_len = sieve_core::sieve::output_len(&layout, marks_len)
-            .with_context(|| format!("{} cannot be described", path.display()))?;
+        let runs = Runs::new(path, &layout, &extents, marks.as_ref())?;
         Ok(Source {
             path: path.to_path_buf(),
             name: name.to_string(),
@@ -250,10 +321,69 @@ impl Source {
             watch,
             map,
             extents,
-            content_starts,
-            streams,
-            output_len,
+            content_starts: runs.content_starts,
+            streams: runs.streams,
+            output_len: runs.output_len,
+            pending,
         })
+    }
+
+    /// The document as the sieve would send it, for `--mode auto`'s choice: its content and
+    /// classified bytes, its segments, and whether the sieve has still to scan it (a document
+    /// only counted, [`Source::prepare_counting`]). The share of the cleartext on the wire is
+    /// left at 1 (the caller knows it).
+    pub(crate) fn sieve_shape(&self) -> DocShape {
+        let (bytes, classified, segments, scanned) = match &self.pending {
+            Some(p) => (
+                p.counts.content_len,
+                p.counts.classified,
+                p.counts.segments(),
+                true,
+            ),
+            None => (
+                self.layout.content_len(),
+                self.stream_len(Kind::Secure),
+                self.layout.lens.len() as u64,
+                false,
+            ),
+        };
+        DocShape {
+            bytes,
+            classified,
+            scanned,
+            segments,
+            cleartext_wire: 1.0,
+        }
+    }
+
+    /// Collect the runs of a document that was only counted ([`Source::prepare_counting`]),
+    /// the sieve being chosen after all: the marks pass again, as [`Source::prepare`] makes it.
+    /// Nothing to do for any other document.
+    pub(crate) fn sieve_pending(&mut self) -> Result<()> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        let (Some(m), false) = (&self.map, p.cfg.strip) else {
+            bail!("internal error: only a mapped document with kept marks is counted first");
+        };
+        let kept = p.kept;
+        let parsed =
+            parse_parallel_releasing(&p.cfg, m, crate::cpu::cores(), PARALLEL_MARKS_PART, &|r| {
+                if !kept {
+                    release(m, r);
+                }
+            })
+            .map_err(|e| badly_marked(e, &self.path, Some(m), self.watch.file()))?;
+        let layout = parsed.layout();
+        let marks = Some((p.cfg.start.clone(), p.cfg.end.clone()));
+        let runs = Runs::new(&self.path, &layout, &parsed.extents, marks.as_ref())?;
+        self.layout = layout;
+        self.extents = parsed.extents;
+        self.marks = marks;
+        self.content_starts = runs.content_starts;
+        self.streams = runs.streams;
+        self.output_len = runs.output_len;
+        Ok(())
     }
 
     /// Send this document secure-only after all (`--mode auto` chose it once the document was
@@ -261,6 +391,8 @@ impl Source {
     /// kept that is the file as it is, marks included ([`Classify::All`]); with marks stripped,
     /// or ranges from a file or a policy, the content as sieved, in one secure segment.
     pub(crate) fn make_secure_only(&mut self) {
+        // A document only counted is in this state already.
+        self.pending = None;
         if self.marks.is_some() {
             let len = self.watch.len();
             self.extents = vec![Extent { raw: 0, len }];
@@ -410,7 +542,8 @@ impl Source {
     /// Whether the document has no classified byte although it has content (in sieve mode it
     /// would travel entirely in the clear).
     pub fn unclassified(&self) -> bool {
-        self.layout.content_len() > 0 && self.stream_len(Kind::Secure) == 0
+        let shape = self.sieve_shape();
+        shape.bytes > 0 && shape.classified == 0
     }
 
     /// Read `buf.len()` bytes of the `kind` stream starting at `offset`.
@@ -482,6 +615,89 @@ fn line_col_of(map: Option<&[u8]>, file: &File, at: u64) -> Option<(u64, u64)> {
         pos += n as u64;
     }
     Some((lines + 1, last_nl.map_or(at + 1, |nl| at - nl)))
+}
+
+/// What a layout's runs give the sending: where each content run starts, the placement of the
+/// streams, and the length of the document the receiver writes.
+struct Runs {
+    content_starts: Vec<u64>,
+    streams: Placement,
+    output_len: u64,
+}
+
+impl Runs {
+    fn new(
+        path: &Path,
+        layout: &Layout,
+        extents: &[Extent],
+        marks: Option<&(Vec<u8>, Vec<u8>)>,
+    ) -> Result<Runs> {
+        let mut content_starts = Vec::with_capacity(extents.len());
+        let mut pos = 0;
+        for e in extents {
+            content_starts.push(pos);
+            pos += e.len;
+        }
+        if pos != layout.content_len() {
+            bail!("internal error: content runs ({pos} bytes) disagree with the layout");
+        }
+        let streams = Placement::new(layout, None)
+            .with_context(|| format!("{} cannot be described", path.display()))?;
+        let marks_len = marks.map(|(s, e)| (s.len() as u64, e.len() as u64));
+        let output_len = sieve_core::sieve::output_len(layout, marks_len)
+            .with_context(|| format!("{} cannot be described", path.display()))?;
+        Ok(Runs {
+            content_starts,
+            streams,
+            output_len,
+        })
+    }
+}
+
+/// The error of a badly marked file: where, as an editor shows it (path:line:column), then
+/// the parser's own words with the byte offset.
+fn badly_marked(e: MarkError, path: &Path, map: Option<&[u8]>, file: &File) -> anyhow::Error {
+    let place = e
+        .at()
+        .and_then(|at| line_col_of(map, file, at))
+        .map_or(String::new(), |(l, c)| format!(":{l}:{c}"));
+    anyhow::Error::new(e).context(format!("{}{place}: not correctly marked", path.display()))
+}
+
+/// A dense document's shape, estimated from its first [`PROBE_BYTES`] (`None` if they hold
+/// fewer than [`DENSE_VALUES`] marked values, pro rata for a shorter document, or are badly
+/// marked: the whole pass then reports it). The estimate scales what those bytes hold to the
+/// whole file; the choice itself is made later on the exact counts.
+fn probe(cfg: &MarkConfig, bytes: &[u8]) -> Option<DocShape> {
+    /// Probed at a time, to stop as soon as the document is known to be dense.
+    const STEP: usize = 64 << 10;
+    let mut parser = MarkParser::new(cfg.clone()).ok()?;
+    let mut counter = Counter::default();
+    let end = bytes.len().min(PROBE_BYTES);
+    let want = (DENSE_VALUES * end as u64)
+        .div_ceil(PROBE_BYTES as u64)
+        .max(1);
+    let mut at = 0;
+    while at < end && counter.counts().ranges < want {
+        let to = (at + STEP).min(end);
+        parser
+            .feed(&bytes[at..to], &mut |ev| counter.event(ev))
+            .ok()?;
+        at = to;
+    }
+    let c = counter.counts();
+    if c.ranges < want {
+        return None;
+    }
+    let scale = bytes.len() as f64 / parser.position().max(1) as f64;
+    let classified = (c.classified as f64 * scale) as u64;
+    Some(DocShape {
+        bytes: bytes.len() as u64,
+        classified: classified.min(bytes.len() as u64),
+        scanned: true,
+        segments: (2.0 * c.ranges as f64 * scale) as u64 + 1,
+        cleartext_wire: 1.0,
+    })
 }
 
 /// Parse the marks of `file` through a buffer, for files that are not mapped.
@@ -655,6 +871,160 @@ mod tests {
                 proptest::prop_assert_eq!(&a, doc.as_bytes());
             }
         }
+
+        /// `--mode auto` counts a dense document instead of collecting its runs: counted, it is
+        /// what secure-only sends, its shape is the collected document's, and collected after
+        /// all ([`Source::sieve_pending`]) it is exactly what [`Source::prepare`] makes.
+        #[test]
+        fn a_counted_document_is_secure_only_until_collected_then_the_sieves(
+            parts in proptest::collection::vec(
+                (proptest::prelude::any::<bool>(), "[a-z\\ <$SE>]{0,12}"), 1..40),
+            strip in proptest::prelude::any::<bool>(),
+            mmap in proptest::prelude::any::<bool>(),
+        ) {
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join("doc.txt");
+            let mut doc = String::new();
+            for (secret, text) in &parts {
+                // Every escape and mark in the text escaped, so that it stays literal.
+                let text = text.replace('\\', "\\\\").replace("<$", "\\<$");
+                if *secret {
+                    doc.push_str(&format!("<$S>{text}<$E>"));
+                } else {
+                    doc.push_str(&text);
+                }
+            }
+            std::fs::write(&p, &doc).unwrap();
+            let cfg = MarkConfig { strip, ..MarkConfig::default() };
+            let how = Classify::Marks(cfg.clone());
+            let asked = std::cell::Cell::new(0);
+            let likely = |_: &DocShape| {
+                asked.set(asked.get() + 1);
+                true
+            };
+            let mut got = Source::prepare_counting(&p, "doc.txt", &how, (mmap, None, &mut KeepMapped::new()), &likely).unwrap();
+            let mut want = Source::prepare(&p, "doc.txt", &how, mmap, None, &mut KeepMapped::new()).unwrap();
+            let valued = parts.iter().any(|(secret, _)| *secret);
+            let counted = got.sieve_shape().scanned;
+            // Counted exactly when it may be: mapped, marks kept, a value in its first bytes.
+            proptest::prop_assert_eq!(counted, mmap && !strip && valued);
+            proptest::prop_assert_eq!(asked.get() > 0, counted);
+            let (g, w) = (got.sieve_shape(), want.sieve_shape());
+            proptest::prop_assert_eq!((g.bytes, g.classified, g.segments), (w.bytes, w.classified, w.segments));
+            proptest::prop_assert_eq!(got.unclassified(), want.unclassified());
+            if counted {
+                // Until collected: the file as it is, over TLS.
+                proptest::prop_assert_eq!(got.stream_len(Kind::Plain), 0);
+                let mut all = vec![0; got.stream_len(Kind::Secure) as usize];
+                got.read(Kind::Secure, 0, &mut all).unwrap();
+                proptest::prop_assert_eq!(&all, doc.as_bytes());
+            }
+            got.sieve_pending().unwrap();
+            proptest::prop_assert!(!got.sieve_shape().scanned);
+            proptest::prop_assert_eq!(&got.layout, &want.layout);
+            proptest::prop_assert_eq!(&got.marks, &want.marks);
+            proptest::prop_assert_eq!(got.output_len(), want.output_len());
+            for kind in [Kind::Secure, Kind::Plain] {
+                let len = want.stream_len(kind) as usize;
+                proptest::prop_assert_eq!(got.stream_len(kind) as usize, len);
+                let (mut a, mut b) = (vec![0; len], vec![0; len]);
+                got.read(kind, 0, &mut a).unwrap();
+                want.read(kind, 0, &mut b).unwrap();
+                proptest::prop_assert_eq!(a, b);
+            }
+            // And a counted document sent secure-only is what secure-only prepares.
+            let mut again = Source::prepare_counting(&p, "doc.txt", &how, (mmap, None, &mut KeepMapped::new()), &likely).unwrap();
+            again.make_secure_only();
+            want.make_secure_only();
+            proptest::prop_assert!(!again.sieve_shape().scanned);
+            proptest::prop_assert_eq!(&again.layout, &want.layout);
+            proptest::prop_assert_eq!(&again.marks, &want.marks);
+            proptest::prop_assert_eq!(again.output_len(), want.output_len());
+        }
+    }
+
+    /// A document whose first bytes hold few marked values (an x-P file: five per megabyte) is
+    /// collected as always, and the guess is not even asked for; one that `auto` would send
+    /// through the sieve is collected too.
+    #[test]
+    fn sparse_documents_and_likely_sieve_sends_are_collected_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("doc.txt");
+        let filler = "x".repeat(8 << 10);
+        let sparse: String = (0..40).map(|i| format!("{filler}<$S>v{i}<$E>")).collect();
+        std::fs::write(&p, &sparse).unwrap();
+        let how = Classify::Marks(MarkConfig::default());
+        let asked = std::cell::Cell::new(false);
+        let s = Source::prepare_counting(
+            &p,
+            "doc.txt",
+            &how,
+            (true, None, &mut KeepMapped::new()),
+            &|_| {
+                asked.set(true);
+                true
+            },
+        )
+        .unwrap();
+        assert!(!asked.get() && !s.sieve_shape().scanned);
+        assert_eq!(s.sieve_shape().segments, 80);
+
+        let dense: String = (0..400)
+            .map(|i| format!("line {i} <$S>v{i}<$E>\n"))
+            .collect();
+        std::fs::write(&p, &dense).unwrap();
+        let estimate = std::cell::Cell::new(None);
+        let s = Source::prepare_counting(
+            &p,
+            "doc.txt",
+            &how,
+            (true, None, &mut KeepMapped::new()),
+            &|e| {
+                estimate.set(Some(*e));
+                false
+            },
+        )
+        .unwrap();
+        assert!(!s.sieve_shape().scanned, "collected");
+        let e = estimate.get().expect("a dense document asks");
+        // The whole file was the probe: the estimate is close to the truth.
+        let truth = s.sieve_shape();
+        assert_eq!(e.bytes, dense.len() as u64);
+        assert!(e.scanned);
+        assert!(e.segments.abs_diff(truth.segments) <= 2, "{e:?} {truth:?}");
+        assert!(
+            e.classified.abs_diff(truth.classified) <= 4,
+            "{e:?} {truth:?}"
+        );
+    }
+
+    /// A badly marked dense document fails as it does when collected, with the same words,
+    /// whatever the guess.
+    #[test]
+    fn a_counted_document_badly_marked_fails_the_same_way() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("doc.txt");
+        let mut doc: String = (0..400)
+            .map(|i| format!("line {i} <$S>v{i}<$E>\n"))
+            .collect();
+        doc.push_str("tail <$S>never closed\n");
+        std::fs::write(&p, &doc).unwrap();
+        let how = Classify::Marks(MarkConfig::default());
+        let collected =
+            Source::prepare(&p, "doc.txt", &how, true, None, &mut KeepMapped::new()).unwrap_err();
+        let counted = Source::prepare_counting(
+            &p,
+            "doc.txt",
+            &how,
+            (true, None, &mut KeepMapped::new()),
+            &|_| true,
+        )
+        .unwrap_err();
+        assert_eq!(format!("{counted:#}"), format!("{collected:#}"));
+        assert!(
+            format!("{counted:#}").contains("not correctly marked"),
+            "{counted:#}"
+        );
     }
 
     #[test]

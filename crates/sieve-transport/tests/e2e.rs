@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use sieve_core::batch::BatchSplit;
+use sieve_core::corpus::DocKind;
 use sieve_core::gen::XpSpec;
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::marks::MarkConfig;
@@ -111,6 +112,49 @@ async fn matrix_sieve() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn matrix_secure_only() {
     matrix(Mode::SecureOnly).await;
+}
+
+/// `--mode auto` on loopback with dense documents (a marked value per line), alone and in one
+/// session with a sparse x-P file, some well marked and counted rather than collected where
+/// auto expects secure-only: whatever it chooses, the receiver writes every file as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_sends_dense_documents_exactly() {
+    let rx = TestReceiver::start().await;
+    let dir = fast_tempdir();
+    let mut files = Vec::new();
+    for (i, kind) in [DocKind::Log, DocKind::Csv].into_iter().enumerate() {
+        let mut bytes = Vec::new();
+        sieve_core::corpus::write(kind, 2 << 20, 0.1, i as u64, true, &mut bytes, |_| {}).unwrap();
+        files.push((format!("{kind}.txt"), bytes));
+    }
+    let mut xp = Vec::new();
+    sieve_core::gen::write_xp(
+        XpSpec {
+            size: 1 << 20,
+            proportion: 0.1,
+            seed: 3,
+        },
+        &mut xp,
+    )
+    .unwrap();
+    files.push(("xp.txt".into(), xp));
+    let paths: Vec<PathBuf> = files
+        .iter()
+        .map(|(name, bytes)| write(dir.path(), name, bytes))
+        .collect();
+    let mut cfg = rx.simple(Mode::Sieve);
+    cfg.mode = sieve_transport::sender::SendMode::Auto;
+    // All three in one session, then each dense document alone (under another name).
+    assert!(rx.send_ok(&cfg, &paths).await.decision.is_some());
+    for (name, bytes) in &files {
+        rx.assert_received(name, bytes);
+    }
+    for (name, bytes) in &files[..2] {
+        let alone = format!("alone-{name}");
+        let p = write(dir.path(), &alone, bytes);
+        assert!(rx.send_ok(&cfg, &[p]).await.decision.is_some());
+        rx.assert_received(&alone, bytes);
+    }
 }
 
 /// The documents the edge-case tests send, each with what the receiver must write.

@@ -4,7 +4,9 @@
 //! reads files and caches for it.
 
 use anyhow::{Context, Result};
+use sieve_core::cost::DocShape;
 use sieve_core::mac::{MacAlg, MacOffer};
+use sieve_core::message::Mode;
 use sieve_core::Kind;
 
 use super::decide;
@@ -84,15 +86,13 @@ pub(super) fn choose_mode(
         None
     };
     let share = sample_share.unwrap_or(1.0);
+    // The marks scan of a collected document is spent already, whichever mode is chosen; a
+    // document only counted has its runs still to collect if the sieve is chosen.
     let docs: Vec<sieve_core::cost::DocShape> = sources
         .iter()
         .map(|s| sieve_core::cost::DocShape {
-            bytes: s.layout.content_len(),
-            classified: s.stream_len(Kind::Secure),
-            // Spent already, whichever mode is chosen.
-            scanned: false,
-            segments: s.layout.lens.len() as u64,
             cleartext_wire: share,
+            ..s.sieve_shape()
         })
         .collect();
     let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
@@ -105,6 +105,39 @@ pub(super) fn choose_mode(
         path.map(|p| p.rate_gbps),
     );
     Ok((decision, sample_share))
+}
+
+/// Whether `--mode auto` would send a document of `shape` secure-only to `cfg.to`, judged
+/// before anything else is known of it, as [`crate::source::Source::prepare_counting`] asks
+/// of a dense document's first bytes; `None` where that guess is not made: a receiver on another
+/// host, where what compressing the cleartext saves (which needs the collected runs to measure)
+/// may decide. This machine's calibration is read once, when a dense document first asks (no
+/// guess is made before a first calibration was cached).
+pub(super) fn secure_only_likely(cfg: &SendConfig) -> Option<impl Fn(&DocShape) -> bool + Send> {
+    if !decide::names_this_host(&cfg.to) {
+        return None;
+    }
+    let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
+    let calibration = std::sync::OnceLock::new();
+    Some(move |shape: &DocShape| {
+        let Some(c) = calibration
+            .get_or_init(crate::calibrate::Calibration::cached_if_any)
+            .as_ref()
+        else {
+            return false;
+        };
+        let mac = mac_offer(Some(c))
+            .algs()
+            .first()
+            .copied()
+            .unwrap_or(MacAlg::Gmac);
+        let host = sieve_core::cost::Host {
+            cores: crate::cpu::cores() as f64,
+            shared: true,
+        };
+        decide::choose(c, (cipher, mac), host, std::slice::from_ref(shape), None).chosen
+            == Mode::SecureOnly
+    })
 }
 
 /// The first [`crate::paths::SAMPLE_LEN`] bytes of the `kind` stream of the first document

@@ -100,6 +100,20 @@ pub async fn host_of(to: &str) -> Host {
     }
 }
 
+/// Whether `to` (`host:port`, or a bare host) names this machine without asking a resolver: an
+/// address literal of this machine, or `localhost`. Any other name is taken as another host.
+pub fn names_this_host(to: &str) -> bool {
+    if let Ok(a) = to.parse::<SocketAddr>() {
+        return is_local(a.ip());
+    }
+    let host = to.rsplit_once(':').map_or(to, |(h, _)| h);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<IpAddr>() {
+        Ok(ip) => is_local(ip),
+        Err(_) => host.eq_ignore_ascii_case("localhost"),
+    }
+}
+
 /// Whether `ip` is this machine: loopback, unspecified (which connects to this machine), or an
 /// address one of its interfaces holds (binding to it succeeds only then).
 fn is_local(ip: IpAddr) -> bool {
@@ -224,6 +238,27 @@ mod tests {
             .parse::<SendMode>()
             .unwrap_err()
             .contains("auto, sieve or secure-only"));
+    }
+
+    #[test]
+    fn this_host_is_named_without_a_resolver() {
+        for to in [
+            "127.0.0.1:7443",
+            "127.0.0.1",
+            "[::1]:7443",
+            "localhost:7443",
+            "LOCALHOST",
+        ] {
+            assert!(names_this_host(to), "{to}");
+        }
+        for to in [
+            "192.0.2.1:7443",
+            "192.0.2.1",
+            "example.org:7443",
+            "receiver",
+        ] {
+            assert!(!names_this_host(to), "{to}");
+        }
     }
 
     #[tokio::test]

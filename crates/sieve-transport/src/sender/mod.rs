@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use sieve_core::batch::BatchSplit;
 use sieve_core::compress::Compression;
@@ -417,6 +417,12 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         cfg.classify.clone()
     };
     let mmap = cfg.mmap;
+    // A dense document `auto` will likely send secure-only is checked and counted, not
+    // collected (see `Source::prepare_counting`).
+    let likely = match cfg.mode {
+        SendMode::Auto => auto::secure_only_likely(cfg),
+        SendMode::Fixed(_) => None,
+    };
     // Answering lease breaks needs the runtime; the handler must exist before the first lease.
     let leases = Leases::start();
     let sieving = tokio::task::spawn_blocking(move || {
@@ -424,14 +430,11 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         let results: Vec<(Input, Result<Source>)> = inputs
             .into_iter()
             .map(|i| {
-                let r = Source::prepare(
-                    &i.path,
-                    &i.name,
-                    &classify,
-                    mmap,
-                    leases.as_ref(),
-                    &mut keep,
-                );
+                let how = (mmap, leases.as_ref(), &mut keep);
+                let r = match &likely {
+                    Some(f) => Source::prepare_counting(&i.path, &i.name, &classify, how, f),
+                    None => Source::prepare(&i.path, &i.name, &classify, how.0, how.1, how.2),
+                };
                 (i, r)
             })
             .collect();
@@ -536,6 +539,8 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
                 for s in &mut sources {
                     s.make_secure_only();
                 }
+            } else {
+                sources = sieve_pending(sources).await?;
             }
             (d.chosen, Some(d), macs, sample_share)
         }
@@ -555,6 +560,22 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         _leases: leases,
     };
     Ok(prepared)
+}
+
+/// The runs of every document that was only counted, collected now that `auto` chose the sieve
+/// (on a blocking thread, as the first pass ran); documents already collected are untouched.
+async fn sieve_pending(mut sources: Vec<Source>) -> Result<Vec<Source>> {
+    if !sources.iter().any(|s| s.sieve_shape().scanned) {
+        return Ok(sources);
+    }
+    tokio::task::spawn_blocking(move || {
+        for s in &mut sources {
+            s.sieve_pending()?;
+        }
+        Ok(sources)
+    })
+    .await
+    .context("collecting the runs of the documents counted first failed")?
 }
 
 /// Channel 0 opened while `inputs` are prepared ([`dial`]), unless they are too large for it
