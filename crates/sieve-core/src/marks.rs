@@ -290,7 +290,7 @@ impl MarkParser {
             (Token::End, &self.cfg.end),
             (Token::Escape, &self.cfg.escape),
         ] {
-            if s.starts_with(t) {
+            if starts_with(s, t) {
                 return Probe::Token(tok);
             }
             if !fin && s.len() < t.len() && t.starts_with(s) {
@@ -461,6 +461,14 @@ impl MarkParser {
         self.offset = base + s.len() as u64;
         Ok(s.len())
     }
+}
+
+/// `s.starts_with(t)` for a token: a few bytes compared in line, where the slice method calls
+/// `memcmp` for every candidate the scan stops at, every few dozen bytes of a dense document
+/// (criterion's `marks-pass`: counting 8 MiB of log or CSV 3-4 % faster).
+#[inline]
+fn starts_with(s: &[u8], t: &[u8]) -> bool {
+    s.len() >= t.len() && s.iter().zip(t).all(|(a, b)| a == b)
 }
 
 /// The distinct first bytes of the tokens: where the scan must stop and look.
