@@ -3,7 +3,7 @@
 //! they are sieved, and the MACs HELLO offers. The model itself is pure ([`super::decide`], [`sieve_core::cost`]); this file
 //! reads files and caches for it.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use sieve_core::cost::DocShape;
 use sieve_core::mac::{MacAlg, MacOffer};
 use sieve_core::message::Mode;
@@ -13,21 +13,22 @@ use super::decide;
 use super::{DecisionReport, SendConfig};
 use crate::source::Source;
 
-/// What `--mode auto` needs besides the documents: this machine's calibration (cached; measured
-/// in a few milliseconds the first time), where the receiver runs, and for a receiver on another
-/// host the rate of the path its last session to it measured ([`crate::paths`]). Gathered while
-/// the documents are sieved.
-pub(super) struct AutoContext {
+/// What `--mode auto` needs besides the documents: where the receiver runs, and for a receiver
+/// on another host the rate of the path its last session to it measured ([`crate::paths`]).
+/// Gathered while the documents are sieved.
+pub(super) struct AutoPlace {
     pub(super) host: sieve_core::cost::Host,
     pub(super) path: Option<crate::paths::PathRecord>,
-    pub(super) calibration: Result<crate::calibrate::Calibration>,
 }
 
-pub(super) async fn auto_context(cfg: &SendConfig) -> AutoContext {
-    // Started first, to run beside the host's lookup and the path's recall rather than after
-    // them: starting a blocking thread took 80-670 µs on two cores busy with channel 0's
-    // handshake and a receiver on the same host, and a small document waits for it.
-    let calibration = tokio::task::spawn_blocking(crate::calibrate::Calibration::cached);
+/// [`AutoPlace`] and this machine's calibration (cached; measured in a few milliseconds the
+/// first time), read on the thread that sieves the documents.
+pub(super) struct AutoContext {
+    pub(super) place: AutoPlace,
+    pub(super) calibration: crate::calibrate::Calibration,
+}
+
+pub(super) async fn auto_place(cfg: &SendConfig) -> AutoPlace {
     let host = decide::host_of(&cfg.to).await;
     let path = match (&cfg.path_memory, host.shared) {
         (Some(file), false) => {
@@ -39,15 +40,7 @@ pub(super) async fn auto_context(cfg: &SendConfig) -> AutoContext {
         }
         _ => None,
     };
-    let calibration = calibration
-        .await
-        .map_err(anyhow::Error::from)
-        .context("the machine's calibration for --mode auto failed");
-    AutoContext {
-        host,
-        path,
-        calibration,
-    }
+    AutoPlace { host, path }
 }
 
 /// `--mode auto`'s choice for `sources`, sieved as the sieve sends them, in `context`: with the
@@ -66,11 +59,9 @@ pub(super) fn choose_mode(
     macs: MacOffer,
 ) -> Result<(DecisionReport, Option<f64>)> {
     let AutoContext {
-        host,
-        path,
+        place: AutoPlace { host, path },
         calibration,
     } = context;
-    let calibration = calibration?;
     // The share counts only where a link may bind: on a remembered path to a receiver that
     // took compressed cleartext, or to another host not measured yet (whose receiver is taken
     // to accept it, as every receiver of this version does unless told not to).
@@ -107,25 +98,19 @@ pub(super) fn choose_mode(
     Ok((decision, sample_share))
 }
 
-/// Whether `--mode auto` would send a document of `shape` secure-only to `cfg.to`, judged
-/// before anything else is known of it, as [`crate::source::Source::prepare_counting`] asks
-/// of a dense document's first bytes; `None` where that guess is not made: a receiver on another
-/// host, where what compressing the cleartext saves (which needs the collected runs to measure)
-/// may decide. This machine's calibration is read once, when a dense document first asks (no
-/// guess is made before a first calibration was cached).
-pub(super) fn secure_only_likely(cfg: &SendConfig) -> Option<impl Fn(&DocShape) -> bool + Send> {
+/// Whether `--mode auto` would send a document of `shape` secure-only to `cfg.to` on a machine
+/// of calibration `c`, judged before anything else is known of it, as
+/// [`crate::source::Source::prepare_counting`] asks of a dense document's first bytes; `None`
+/// where that guess is not made: a receiver on another host, where what compressing the
+/// cleartext saves (which needs the collected runs to measure) may decide.
+pub(super) fn secure_only_likely(
+    cfg: &SendConfig,
+) -> Option<impl Fn(&crate::calibrate::Calibration, &DocShape) -> bool + Send> {
     if !decide::names_this_host(&cfg.to) {
         return None;
     }
     let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
-    let calibration = std::sync::OnceLock::new();
-    Some(move |shape: &DocShape| {
-        let Some(c) = calibration
-            .get_or_init(crate::calibrate::Calibration::cached_if_any)
-            .as_ref()
-        else {
-            return false;
-        };
+    Some(move |c: &crate::calibrate::Calibration, shape: &DocShape| {
         let mac = mac_offer(Some(c))
             .algs()
             .first()

@@ -68,7 +68,7 @@ pub use sieve_core::report::{
 
 pub use inputs::{Expanded, Input};
 
-use auto::{auto_context, choose_mode, mac_offer};
+use auto::{auto_place, choose_mode, mac_offer, AutoContext};
 use connect::connect;
 pub use connect::{with_default_port, DEFAULT_PORT};
 use dial::Dial;
@@ -373,14 +373,6 @@ impl Prepared {
     }
 }
 
-/// What is gathered while the documents are sieved, by mode: for `--mode auto` what its choice
-/// needs; for a fixed mode this machine's calibration if one was ever measured, to order the
-/// MACs HELLO offers.
-enum Ahead {
-    Auto(auto::AutoContext),
-    Fixed(Mode, Option<crate::calibrate::Calibration>),
-}
-
 /// Phase 1, *sieve*: open every document, take its read lease where possible, and find its
 /// classified ranges. Fails, with nothing sent, on a badly marked file, a missing ranges file, a
 /// name the receiver would refuse, two documents with one name, one ranges file for several
@@ -417,46 +409,52 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         cfg.classify.clone()
     };
     let mmap = cfg.mmap;
+    let mode = cfg.mode;
     // A dense document `auto` will likely send secure-only is checked and counted, not
     // collected (see `Source::prepare_counting`).
-    let likely = match cfg.mode {
+    let likely = match mode {
         SendMode::Auto => auto::secure_only_likely(cfg),
         SendMode::Fixed(_) => None,
     };
     // Answering lease breaks needs the runtime; the handler must exist before the first lease.
     let leases = Leases::start();
     let sieving = tokio::task::spawn_blocking(move || {
+        // This machine's calibration is read here, before the documents, not on a blocking
+        // thread of its own: starting a second one took 100-250 µs on two cores busy with
+        // channel 0's handshake (1 MB sends, AMD EPYC), longer than reading the cache (about
+        // 90 µs), and a small document waited for it. `auto` needs it (measured the first
+        // time); a fixed mode only orders the MACs it offers by it, if one was ever measured.
+        let calibration = match mode {
+            SendMode::Auto => Some(crate::calibrate::Calibration::cached()),
+            SendMode::Fixed(_) => crate::calibrate::Calibration::cached_if_any(),
+        };
         let mut keep = KeepMapped::new();
         let results: Vec<(Input, Result<Source>)> = inputs
             .into_iter()
             .map(|i| {
                 let how = (mmap, leases.as_ref(), &mut keep);
-                let r = match &likely {
-                    Some(f) => Source::prepare_counting(&i.path, &i.name, &classify, how, f),
-                    None => Source::prepare(&i.path, &i.name, &classify, how.0, how.1, how.2),
+                let r = match (&likely, &calibration) {
+                    (Some(f), Some(c)) => {
+                        Source::prepare_counting(&i.path, &i.name, &classify, how, &|shape| {
+                            f(c, shape)
+                        })
+                    }
+                    _ => Source::prepare(&i.path, &i.name, &classify, how.0, how.1, how.2),
                 };
                 (i, r)
             })
             .collect();
-        (results, leases)
+        (results, leases, calibration)
     });
-    // What auto needs besides the documents is gathered meanwhile; a fixed mode only orders
-    // the MACs it offers, by this machine's calibration if one was ever measured.
-    let ahead = async {
-        match cfg.mode {
-            SendMode::Auto => Ahead::Auto(auto_context(cfg).await),
-            SendMode::Fixed(m) => {
-                let known =
-                    tokio::task::spawn_blocking(crate::calibrate::Calibration::cached_if_any)
-                        .await
-                        .ok()
-                        .flatten();
-                Ahead::Fixed(m, known)
-            }
+    // Where the receiver runs, and what is remembered of the path to it, meanwhile.
+    let place = async {
+        match mode {
+            SendMode::Auto => Some(auto_place(cfg).await),
+            SendMode::Fixed(_) => None,
         }
     };
-    let (sieved, ahead) = tokio::join!(sieving, ahead);
-    let (results, leases) = sieved?;
+    let (sieved, place) = tokio::join!(sieving, place);
+    let (results, leases, calibration) = sieved?;
     // Every file is checked before anything is sent, and every bad one is named at once.
     let n_inputs = results.len();
     let mut sources = Vec::with_capacity(n_inputs);
@@ -530,10 +528,11 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             if bare.len() == 1 { " has" } else { "s have" },
         );
     }
-    let (mode, decision, macs, sample_share) = match ahead {
-        Ahead::Fixed(m, known) => (m, None, mac_offer(known.as_ref()), None),
-        Ahead::Auto(context) => {
-            let macs = mac_offer(context.calibration.as_ref().ok());
+    let (mode, decision, macs, sample_share) = match (mode, place, calibration) {
+        (SendMode::Fixed(m), _, known) => (m, None, mac_offer(known.as_ref()), None),
+        (SendMode::Auto, Some(place), Some(calibration)) => {
+            let macs = mac_offer(Some(&calibration));
+            let context = AutoContext { place, calibration };
             let (d, sample_share) = choose_mode(cfg, &sources, context, macs)?;
             if d.chosen == Mode::SecureOnly {
                 for s in &mut sources {
@@ -544,6 +543,7 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             }
             (d.chosen, Some(d), macs, sample_share)
         }
+        (SendMode::Auto, ..) => unreachable!("auto gathers its place and its calibration"),
     };
     // `auto`'s choice (the calibration, where the receiver runs, a sample of the cleartext)
     // is part of preparing the documents, and counts in the response time like the sieve.
