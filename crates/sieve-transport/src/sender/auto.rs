@@ -89,8 +89,7 @@ pub(super) fn choose_mode(
     let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
     let decision = decide::choose(
         &calibration,
-        // The receiver chooses among the offer; on a machine like this one, the first.
-        (cipher, macs.algs().first().copied().unwrap_or(MacAlg::Gmac)),
+        (cipher, priced_mac(&macs)),
         host,
         &docs,
         path.map(|p| p.rate_gbps),
@@ -111,11 +110,7 @@ pub(super) fn secure_only_likely(
     }
     let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
     Some(move |c: &crate::calibrate::Calibration, shape: &DocShape| {
-        let mac = mac_offer(Some(c))
-            .algs()
-            .first()
-            .copied()
-            .unwrap_or(MacAlg::Gmac);
+        let mac = priced_mac(&mac_offer(Some(c)));
         let host = sieve_core::cost::Host {
             cores: crate::cpu::cores() as f64,
             shared: true,
@@ -123,6 +118,12 @@ pub(super) fn secure_only_likely(
         decide::choose(c, (cipher, mac), host, std::slice::from_ref(shape), None).chosen
             == Mode::SecureOnly
     })
+}
+
+/// The MAC the model prices for an offer: the receiver chooses among it, and on a machine like
+/// this one chooses the first.
+fn priced_mac(macs: &MacOffer) -> MacAlg {
+    macs.algs().first().copied().unwrap_or(MacAlg::Gmac)
 }
 
 /// The first [`crate::paths::SAMPLE_LEN`] bytes of the `kind` stream of the first document
