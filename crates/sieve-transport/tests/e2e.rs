@@ -116,7 +116,8 @@ async fn matrix_secure_only() {
 
 /// `--mode auto` on loopback with dense documents (a marked value per line), alone and in one
 /// session with a sparse x-P file, some well marked and counted rather than collected where
-/// auto expects secure-only: whatever it chooses, the receiver writes every file as it is.
+/// auto expects secure-only: whatever it chooses, the receiver writes every file as it is; and
+/// so it does through the sieve.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auto_sends_dense_documents_exactly() {
     let rx = TestReceiver::start().await;
@@ -154,6 +155,15 @@ async fn auto_sends_dense_documents_exactly() {
         let p = write(dir.path(), &alone, bytes);
         assert!(rx.send_ok(&cfg, &[p]).await.decision.is_some());
         rx.assert_received(&alone, bytes);
+    }
+    // Through the sieve, two channels of each kind writing each document's runs at once (in
+    // blocks patched in memory where they are dense).
+    let sieve = rx.config(Mode::Sieve, 2, 2, Split::Dynamic, BatchSplit::Dynamic);
+    for (name, bytes) in &files {
+        let sieved = format!("sieved-{name}");
+        let p = write(dir.path(), &sieved, bytes);
+        rx.send_ok(&sieve, &[p]).await;
+        rx.assert_received(&sieved, bytes);
     }
 }
 
