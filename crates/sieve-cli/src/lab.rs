@@ -14,7 +14,7 @@ pub struct Args {
 pub enum LabCommand {
     /// Name every experiment.
     List,
-    /// Run experiments (IDs from `sieve lab list`, or `all`) and write results/<ID>/.
+    /// Run experiments (IDs from `sieve lab list`, or `all`) and write `results/<ID>/`.
     Run {
         /// Experiment IDs, e.g. F5.1 F5.12/T5.2, or `all`.
         #[arg(required = true)]
@@ -34,8 +34,8 @@ pub enum LabCommand {
         #[arg(long)]
         quick: bool,
     },
-    /// Rewrite <OUT>/README.md, the one-page summary, from the findings.csv of every folder
-    /// present in <OUT> (done at the end of every `run`; useful after copying in results of
+    /// Rewrite `<OUT>/README.md`, the one-page summary, from the findings.csv of every folder
+    /// present in `<OUT>` (done at the end of every `run`; useful after copying in results of
     /// single experiments).
     Summary {
         /// The results folder.

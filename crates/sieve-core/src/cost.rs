@@ -30,7 +30,7 @@
 //! several times, which is why the sieve gains less there than the ciphers' speeds suggest. The
 //! inputs are measured, not assumed: the speeds by the transport's calibration at start, the path
 //! rate from the connection, the overheads once per kind of machine. A path to another host that
-//! no session has measured yet is weighed at its worst for each mode ([`CostModel::unmeasured`]).
+//! no session has measured yet is weighed at its worst for each mode (`CostModel::unmeasured`).
 //!
 //! Pure: no clocks, no I/O. The transport measures and calls [`CostModel::decide`].
 

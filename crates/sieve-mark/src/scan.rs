@@ -8,12 +8,12 @@
 //! - a digit that starts a run of digit groups (joined by at most two of ` -./()`, so: no digit
 //!   one byte before it, nor one separator and a digit, nor two separators and a digit) and is
 //!   not glued to a word: cards, SSNs, IPv4 addresses, phone numbers, dates of birth
-//!   ([`digits`]), unless the masks show the run can hold none of them ([`shape`]: a
+//!   (`digits`), unless the masks show the run can hold none of them (`shape`: a
 //!   timestamp's date, a request's path and status);
 //! - a digit that starts a run right after two capitals that start a word: IBANs;
 //! - `@`: e-mail addresses;
 //! - `:` and `=`: IPv6 addresses (at the first colon of one) and `key=value` / `key: value`
-//!   pairs (secrets and log fields, [`kv`]);
+//!   pairs (secrets and log fields, `kv`);
 //! - a capital `D`, `M`, `P` or `S` followed by a letter a title can go on with: names after a
 //!   title.
 //!

@@ -93,7 +93,7 @@ pub struct PathRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_anchor_ratio: Option<f64>,
     /// Where `auto` ended earlier sessions whose data were not nearly the same (by zstd 1) as the
-    /// last one's nor as each other's, the most recent first, at most [`MAX_OTHER_DATA`].
+    /// last one's nor as each other's, the most recent first, at most `MAX_OTHER_DATA` (8).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub auto_others: Vec<AutoStart>,
 }

@@ -242,7 +242,7 @@ pub const MIN_FRAME: u64 = 64 << 10;
 pub const SHORT_PATH_RTT_S: f64 = 0.005;
 
 /// How far below the current level's prediction (0.1: 10 %) the next stronger level's estimate
-/// may fall and still be measured (see [`Auto::close_call`]).
+/// may fall and still be measured (see `Auto::close_call`).
 pub const CLOSE_CALL: f64 = 0.1;
 
 /// Exponentially weighted mean; weight of a new sample.
@@ -370,7 +370,7 @@ impl Auto {
 
     /// Start at `codec`, the level the last session to the same receiver ended at, instead of
     /// [`AutoConfig::start`], on every core once the data are found alike (see
-    /// [`Auto::unconfirmed`]). Only before anything was measured, and only for a
+    /// `Auto::unconfirmed`). Only before anything was measured, and only for a
     /// candidate level; the anchor stays [`AutoConfig::start`], so the remembered level is
     /// still measured against it on the same frames.
     ///
@@ -763,7 +763,7 @@ impl Auto {
     /// Choose again now if a level was measured for the first time since the last choice and
     /// the link is known; `None` otherwise.
     ///
-    /// Levels chosen from an estimate are walked one at a time (see [`Auto::step_toward`]), and
+    /// Levels chosen from an estimate are walked one at a time (see `Auto::step_toward`), and
     /// each step measures its level on its first frame. Waiting for the quantum's end to take
     /// the next step costs a quantum per step: on a link that compressed text keeps busy, a
     /// quantum is the link's time for the whole quantum's output, and the Rust documentation,
