@@ -356,6 +356,12 @@ impl Source {
         }
     }
 
+    /// Whether the document was only counted ([`Source::prepare_counting`]): its runs are still
+    /// to be collected if the sieve is chosen.
+    pub(crate) fn counted_only(&self) -> bool {
+        self.pending.is_some()
+    }
+
     /// Collect the runs of a document that was only counted ([`Source::prepare_counting`]),
     /// the sieve being chosen after all: the marks pass again, as [`Source::prepare`] makes it.
     /// Nothing to do for any other document.

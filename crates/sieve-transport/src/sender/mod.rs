@@ -565,7 +565,7 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
 /// The runs of every document that was only counted, collected now that `auto` chose the sieve
 /// (on a blocking thread, as the first pass ran); documents already collected are untouched.
 async fn sieve_pending(mut sources: Vec<Source>) -> Result<Vec<Source>> {
-    if !sources.iter().any(|s| s.sieve_shape().scanned) {
+    if !sources.iter().any(Source::counted_only) {
         return Ok(sources);
     }
     tokio::task::spawn_blocking(move || {
