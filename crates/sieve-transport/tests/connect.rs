@@ -204,6 +204,40 @@ async fn a_receiver_on_this_host_has_its_plain_address_remembered_but_no_rate() 
     rx.assert_received("second.txt", &doc);
 }
 
+/// `--mode auto` to a receiver on this host opens no plain channel ahead for documents the
+/// sieve cannot win even with nothing classified (a megabyte on loopback, on a machine that
+/// seals at GB/s): it would only come and go, a connection the receiver sees close before its
+/// JOIN. Where the sieve can win, it is opened ahead as in sieve mode. (A document with nothing
+/// classified is exactly that best case, so the choice reported says which applies.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_opens_no_plain_channel_ahead_where_the_sieve_cannot_win() {
+    let rx = TestReceiver::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = rx.simple(Mode::Sieve);
+    cfg.path_memory = Some(dir.path().join("paths.json"));
+    let doc = marked_doc(31, 1 << 20, 20).1;
+    rx.send_ok(&cfg, &[write(dir.path(), "first.txt", &doc)])
+        .await;
+    rx.sessions_settle().await;
+    let refused = rx.stats.bad_joins.load(Ordering::Relaxed);
+    cfg.mode = sieve_transport::sender::SendMode::Auto;
+    let bare = vec![b'x'; 1 << 20];
+    let r = rx
+        .send_ok(&cfg, &[write(dir.path(), "bare.txt", &bare)])
+        .await;
+    rx.assert_received("bare.txt", &bare);
+    rx.sessions_settle().await;
+    let chosen = r.decision.as_ref().map(|d| d.chosen);
+    if chosen == Some(Mode::SecureOnly) {
+        // Had one been opened and dropped, the receiver would count it by now.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert_eq!(rx.stats.bad_joins.load(Ordering::Relaxed), refused);
+        assert_eq!(r.connect_plain_early, 0);
+    } else {
+        assert_eq!(r.connect_plain_early, 1, "{r:?}");
+    }
+}
+
 /// Channel 0 is opened while a small document is prepared, and the report says how much of
 /// its connecting ran meanwhile; a file that turns out badly marked fails the send with nothing
 /// sent on the connection opened for it, and the receiver goes on serving.

@@ -85,7 +85,7 @@ pub(super) async fn connect(
     let (mut dial, tls0) = match taken {
         Some(t) => t,
         None => {
-            let mut d = Dial::start(cfg, n_plain)?;
+            let mut d = Dial::start(cfg, n_plain, None)?;
             let o = d
                 .channel0(true)
                 .await?

@@ -395,9 +395,26 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             );
         }
     }
+    let mmap = cfg.mmap;
+    let mode = cfg.mode;
+    // A dense document `auto` will likely send secure-only is checked and counted, not
+    // collected (see `Source::prepare_counting`).
+    let likely = match mode {
+        SendMode::Auto => auto::secure_only_likely(cfg),
+        SendMode::Fixed(_) => None,
+    };
+    // Where auto guesses, the plain connections opened ahead wait for its first guess.
+    let (plain_wanted, wanted) = match &likely {
+        Some(_) => {
+            let (tx, rx) = tokio::sync::watch::channel(None);
+            (Some(tx), Some(rx))
+        }
+        None => (None, None),
+    };
     // Connecting begins while the documents are prepared; nothing is said on the connections
     // until they are ready, and they are dropped unused if one of them cannot be sent.
-    let dial = dial_ahead(cfg, &inputs);
+    let bytes = input_bytes(&inputs);
+    let dial = bytes.and_then(|b| dial_ahead(cfg, b, wanted));
     let t_sieve = Instant::now();
     let classify = if secure_only {
         match &cfg.classify {
@@ -407,14 +424,6 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         }
     } else {
         cfg.classify.clone()
-    };
-    let mmap = cfg.mmap;
-    let mode = cfg.mode;
-    // A dense document `auto` will likely send secure-only is checked and counted, not
-    // collected (see `Source::prepare_counting`).
-    let likely = match mode {
-        SendMode::Auto => auto::secure_only_likely(cfg),
-        SendMode::Fixed(_) => None,
     };
     // Answering lease breaks needs the runtime; the handler must exist before the first lease.
     let leases = Leases::start();
@@ -428,6 +437,20 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             SendMode::Auto => Some(crate::calibrate::Calibration::cached()),
             SendMode::Fixed(_) => crate::calibrate::Calibration::cached_if_any(),
         };
+        // Whether the sieve could win at all, were nothing classified: if not, auto sends
+        // secure-only and the plain connections are not opened.
+        if let (Some(tx), Some(f), Some(c), Some(bytes)) =
+            (plain_wanted, &likely, &calibration, bytes)
+        {
+            let best_for_the_sieve = sieve_core::cost::DocShape {
+                bytes,
+                classified: 0,
+                scanned: false,
+                segments: 1,
+                cleartext_wire: 1.0,
+            };
+            let _ = tx.send(Some(!f(c, &best_for_the_sieve)));
+        }
         let mut keep = KeepMapped::new();
         let results: Vec<(Input, Result<Source>)> = inputs
             .into_iter()
@@ -578,13 +601,18 @@ async fn sieve_pending(mut sources: Vec<Source>) -> Result<Vec<Source>> {
     .context("collecting the runs of the documents counted first failed")?
 }
 
-/// Channel 0 opened while `inputs` are prepared ([`dial`]), unless they are too large for it
-/// to pay or cannot be measured (preparing them then says what is wrong).
-fn dial_ahead(cfg: &SendConfig, inputs: &[Input]) -> Option<Dial> {
+/// The bytes of `inputs` (`None` if one cannot be measured: preparing it then says why).
+fn input_bytes(inputs: &[Input]) -> Option<u64> {
     let mut bytes = 0u64;
     for i in inputs {
         bytes = bytes.saturating_add(std::fs::metadata(&i.path).ok()?.len());
     }
+    Some(bytes)
+}
+
+/// Channel 0 opened while documents of `bytes` in all are prepared ([`dial`]), unless they are
+/// too large for it to pay; the plain connections too, once `wanted` says so if given.
+fn dial_ahead(cfg: &SendConfig, bytes: u64, wanted: Option<dial::PlainWanted>) -> Option<Dial> {
     if bytes > dial::DIAL_AHEAD_MAX_BYTES {
         return None;
     }
@@ -593,7 +621,7 @@ fn dial_ahead(cfg: &SendConfig, inputs: &[Input]) -> Option<Dial> {
     } else {
         cfg.plain_channels
     };
-    Dial::start(cfg, n_plain).ok()
+    Dial::start(cfg, n_plain, wanted).ok()
 }
 
 /// Send `files`, each under its base name, in one session: [`prepare`] then [`send_prepared`].
