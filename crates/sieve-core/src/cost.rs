@@ -97,7 +97,16 @@ impl Overheads {
     ///   speeds `sieve calibrate` measured in the same run subtracted; the plain channels copying
     ///   into their sockets, as they do on one host): 17.5, 21.7 and 12.3 copies, 1.5 ms a
     ///   session, 0.34 ms for the plain connection and its JOIN, the model within 15 % of every
-    ///   median but secure-only's at 10 MB (4.7 ms against 6.1);
+    ///   median but secure-only's at 10 MB (4.7 ms against 6.1). Fitted again on build
+    ///   c52a8a6, three runs, with the sieve's preparation as measured taken out (the script
+    ///   now does so: auto chooses after the scan, so the constants must price what follows
+    ///   it): 18.1-19.1, 20.3-21.9 and 12.3-13.9 copies at copy speeds of 30.6-32.6 GB/s,
+    ///   1.63-1.95 ms, 0.14-0.31 ms, every point within about 10 % but secure-only's at 10 MB
+    ///   P = 0.9. These constants lie within that spread and stay. Pricing the scan at the
+    ///   calibration's in-cache speed instead, as the script did before, left most of its page
+    ///   faults to the per-byte constants (16.9 copies a plain byte): with those, the
+    ///   laboratory's AUTO run chose secure-only at 10 MB, P = 0.1 and 100 MB, P = 0.5 on
+    ///   loopback after the scan had been paid, and missed 6 points against 2;
     /// - `doc_ms`, `sieve_doc_ms`: 20 documents of 10 KB in one session against one, 11 rounds:
     ///   0.053 ms more per document secure-only, 0.12 sieve.
     ///
