@@ -28,11 +28,12 @@ pub(super) struct AutoContext {
     pub(super) calibration: crate::calibrate::Calibration,
 }
 
-pub(super) async fn auto_place(cfg: &SendConfig) -> AutoPlace {
-    let host = decide::host_of(&cfg.to).await;
-    let path = match (&cfg.path_memory, host.shared) {
+/// Owns what it reads of the configuration (the receiver's address, the path memory), so that
+/// it can run as a task of its own while the documents are prepared.
+pub(super) async fn auto_place(to: String, path_memory: Option<std::path::PathBuf>) -> AutoPlace {
+    let host = decide::host_of(&to).await;
+    let path = match (path_memory, host.shared) {
         (Some(file), false) => {
-            let (file, to) = (file.clone(), cfg.to.clone());
             tokio::task::spawn_blocking(move || crate::paths::recall(&file, &to))
                 .await
                 .ok()

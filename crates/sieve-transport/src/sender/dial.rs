@@ -44,8 +44,8 @@ pub(super) const DIAL_AHEAD_MAX_BYTES: u64 = 256 << 20;
 
 /// Whether the plain connections opened ahead are wanted after all, once `--mode auto` can
 /// say: `Some(false)` when it will send secure-only whatever the documents hold (they would
-/// only be opened and dropped: on loopback that cost 1 MB sends about 0.2 ms of their 2.3, AMD
-/// EPYC). A connection waits for the answer; a sender that drops it unanswered wants none.
+/// only be opened and dropped: on loopback that cost 1 MB sends 0.2-0.4 ms of their 2.4-2.5,
+/// AMD EPYC). A connection waits for the answer; a sender that drops it unanswered wants none.
 pub(super) type PlainWanted = tokio::sync::watch::Receiver<Option<bool>>;
 
 /// Channel 0 after its handshake.

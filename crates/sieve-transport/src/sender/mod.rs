@@ -472,12 +472,14 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             .collect();
         (results, leases, calibration)
     };
-    // Where the receiver runs, and what is remembered of the path to it, meanwhile.
-    let place = async {
-        match mode {
-            SendMode::Auto => Some(auto_place(cfg).await),
-            SendMode::Fixed(_) => None,
-        }
+    // Where the receiver runs, and what is remembered of the path to it, meanwhile (a name
+    // may take a resolver's round trip).
+    let place = match mode {
+        SendMode::Auto => Some(tokio::spawn(auto_place(
+            cfg.to.clone(),
+            cfg.path_memory.clone(),
+        ))),
+        SendMode::Fixed(_) => None,
     };
     // On this thread, which is running now: a blocking thread of the pool had first to be
     // started and scheduled on cores busy with channel 0's handshake, and the result handed
@@ -486,7 +488,10 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     // thread meanwhile (`block_in_place`: the sender needs tokio's multi-thread runtime, see
     // `send`).
     let sieved = tokio::task::block_in_place(sieving);
-    let place = place.await;
+    let place = match place {
+        Some(p) => Some(p.await.context("finding where the receiver runs stopped")?),
+        None => None,
+    };
     let (results, leases, calibration) = sieved;
     // Every file is checked before anything is sent, and every bad one is named at once.
     let n_inputs = results.len();
