@@ -472,15 +472,13 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             .collect();
         (results, leases, calibration)
     };
-    // Where the receiver runs, and what is remembered of the path to it, meanwhile (a name
-    // may take a resolver's round trip).
-    let place = match mode {
-        SendMode::Auto => Some(tokio::spawn(auto_place(
-            cfg.to.clone(),
-            cfg.path_memory.clone(),
-        ))),
-        SendMode::Fixed(_) => None,
-    };
+    // Where the receiver runs, and what is remembered of the path to it: for a receiver named,
+    // or elsewhere, in a task of its own meanwhile (a resolver's round trip, the path memory
+    // read). On this host by its address it takes microseconds, less than handing a task's
+    // result back (1 MB sends, AMD EPYC: auto's preparation 0.37 ms with the task, 0.30
+    // without, 40 alternating rounds).
+    let elsewhere = (mode == SendMode::Auto && !decide::names_this_host(&cfg.to))
+        .then(|| tokio::spawn(auto_place(cfg.to.clone(), cfg.path_memory.clone())));
     // On this thread, which is running now: a blocking thread of the pool had first to be
     // started and scheduled on cores busy with channel 0's handshake, and the result handed
     // back. 1 MB sends, AMD EPYC, 40 alternating rounds: preparation 0.15 ms against 0.22
@@ -488,9 +486,13 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     // thread meanwhile (`block_in_place`: the sender needs tokio's multi-thread runtime, see
     // `send`).
     let sieved = tokio::task::block_in_place(sieving);
-    let place = match place {
-        Some(p) => Some(p.await.context("finding where the receiver runs stopped")?),
-        None => None,
+    let place = match (elsewhere, mode) {
+        (Some(task), _) => Some(
+            task.await
+                .context("finding where the receiver runs stopped")?,
+        ),
+        (None, SendMode::Auto) => Some(auto_place(cfg.to.clone(), cfg.path_memory.clone()).await),
+        (None, SendMode::Fixed(_)) => None,
     };
     let (results, leases, calibration) = sieved;
     // Every file is checked before anything is sent, and every bad one is named at once.
