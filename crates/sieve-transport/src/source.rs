@@ -296,13 +296,7 @@ impl Source {
                     }
                     _ => {
                         let parsed = match &map {
-                            Some(m) => parse_parallel_releasing(
-                                cfg,
-                                m,
-                                crate::cpu::cores(),
-                                PARALLEL_MARKS_PART,
-                                &|r| scanned(m, r),
-                            ),
+                            Some(m) => collect_mapped(cfg, m, kept),
                             None => parse_by_reading(watch.file(), cfg, path)?,
                         };
                         let parsed = parsed.map_err(refuse)?;
@@ -372,13 +366,7 @@ impl Source {
         let (Some(m), false) = (&self.map, p.cfg.strip) else {
             bail!("internal error: only a mapped document with kept marks is counted first");
         };
-        let kept = p.kept;
-        let parsed =
-            parse_parallel_releasing(&p.cfg, m, crate::cpu::cores(), PARALLEL_MARKS_PART, &|r| {
-                if !kept {
-                    release(m, r);
-                }
-            })
+        let parsed = collect_mapped(&p.cfg, m, p.kept)
             .map_err(|e| badly_marked(e, &self.path, Some(m), self.watch.file()))?;
         let layout = parsed.layout();
         let marks = Some((p.cfg.start.clone(), p.cfg.end.clone()));
@@ -705,6 +693,21 @@ fn probe(cfg: &MarkConfig, bytes: &[u8]) -> Option<DocShape> {
         scanned: true,
         segments: (2.0 * c.ranges as f64 * scale) as u64 + 1,
         cleartext_wire: 1.0,
+    })
+}
+
+/// The marks pass that collects every run of a mapped document, on this machine's cores, as
+/// the sieve sends by; its pages are released as they are scanned unless they are `kept`
+/// ([`KeepMapped`]).
+fn collect_mapped(
+    cfg: &MarkConfig,
+    m: &Mmap,
+    kept: bool,
+) -> std::result::Result<ParsedMarks, MarkError> {
+    parse_parallel_releasing(cfg, m, crate::cpu::cores(), PARALLEL_MARKS_PART, &|r| {
+        if !kept {
+            release(m, r);
+        }
     })
 }
 
