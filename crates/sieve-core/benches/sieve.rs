@@ -7,9 +7,11 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use sieve_core::corpus::DocKind;
+use sieve_core::frame::HEADER_LEN;
 use sieve_core::gen::{write_xp, XpSpec, MB};
 use sieve_core::marks::MarkConfig;
 use sieve_core::marks_parallel::{count_parallel_releasing, parse_parallel};
+use sieve_core::message::{Doc, DocRef};
 use sieve_core::sieve::{integrate, sieve_marked, Marks, Placement};
 
 fn doc(size: u64, p: f64) -> Vec<u8> {
@@ -81,5 +83,50 @@ fn dense(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, dense);
+/// A dense document's manifest: the sender's encoding (choosing the code's orders, padding to
+/// the bucket) and the receiver's parse into a placement. What a layout of hundreds of thousands
+/// of segments costs at either end besides its bytes on the wire.
+fn manifest(c: &mut Criterion) {
+    let cfg = MarkConfig::default();
+    let mut g = c.benchmark_group("manifest");
+    g.sample_size(20);
+    for kind in [DocKind::Text, DocKind::Log] {
+        let mut d = Vec::new();
+        sieve_core::corpus::write(kind, 32 << 20, 0.1, 1, true, &mut d, |_| {})
+            .expect("in-memory write");
+        let layout = parse_parallel(&cfg, &d, 2, 1 << 20)
+            .expect("well marked")
+            .layout();
+        let doc = Doc {
+            doc: 0,
+            name: "doc".into(),
+            layout,
+            marks: Some((b"<$S>".to_vec(), b"<$E>".to_vec())),
+            padding: 0,
+        };
+        let id = format!("{}-32MiB-10", kind.name());
+        g.throughput(Throughput::Elements(doc.layout.lens.len() as u64));
+        g.bench_with_input(BenchmarkId::new("encode", &id), &doc, |b, doc| {
+            b.iter(|| {
+                let mut m = doc.clone();
+                m.pad_to_bucket(u32::MAX);
+                let mut out = Vec::new();
+                m.encode(&mut out);
+                out
+            })
+        });
+        let mut frame = Vec::new();
+        doc.encode(&mut frame);
+        let payload = &frame[HEADER_LEN..];
+        g.bench_with_input(BenchmarkId::new("parse", &id), payload, |b, p| {
+            b.iter(|| {
+                let m = DocRef::parse(p).expect("a valid manifest");
+                Placement::from_manifest(&m, Some((4, 4))).expect("fits")
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, dense, manifest);
 criterion_main!(benches);

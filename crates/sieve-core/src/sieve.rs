@@ -386,13 +386,18 @@ impl Placement {
         Placement::from_varints(layout.first, lens, layout.lens.len(), marks)
     }
 
-    /// The placement of a manifest as it travelled: its varints are kept as they are, with no
-    /// expanded copy of its lengths on the way.
+    /// The placement of a manifest as it travelled: its lengths are decoded straight into the
+    /// placement's varints ([`crate::message::DocRef::varint_len`] bytes), with no expanded
+    /// copy of them on the way.
     pub fn from_manifest(
         m: &crate::message::DocRef<'_>,
         marks: Option<(u64, u64)>,
     ) -> Result<Placement, OutputOverflow> {
-        Placement::from_varints(m.first, m.lens.to_vec(), m.segments, marks)
+        let mut lens = Vec::with_capacity(m.varint_len);
+        for len in m.lens() {
+            put_varint(&mut lens, len);
+        }
+        Placement::from_varints(m.first, lens, m.segments, marks)
     }
 
     /// Build a placement over `segments` lengths held as varints in `lens`: one pass that keeps

@@ -7,6 +7,7 @@ use sieve_core::compress::Codec;
 use sieve_core::frame::{self, FrameError, FrameType, Limits, HEADER_LEN};
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::mac::{MacAlg, MacOffer, OfferError};
+use sieve_core::message::golomb::LensCode;
 use sieve_core::message::{
     bucket_len, Ack, AckStatus, Bye, CompressFlags, Data, DataRef, Doc, DocCancel, DocEnd,
     ErrorMsg, Hello, Join, JoinOk, Message, MessageError, Mode, SessionMsg, ZData, ZDataRef,
@@ -535,7 +536,8 @@ proptest! {
 
 // ---------- unit tests ----------
 
-/// The payload of a Doc whose segment count varint says `count`, followed by `tail`.
+/// The payload of a Doc whose segment count varint says `count`, followed by `tail` (the orders
+/// of its lengths' code, then the lengths).
 fn doc_claiming(count: u64, tail: &[u8]) -> Vec<u8> {
     let mut p = vec![0, 0, 0, 1]; // doc
     p.push(0); // empty name
@@ -550,18 +552,31 @@ fn doc_claiming(count: u64, tail: &[u8]) -> Vec<u8> {
     p
 }
 
+/// The orders and codewords of `lens`, segments alternating from a classified one.
+fn coded(lens: Vec<u64>) -> Vec<u8> {
+    let layout = Layout {
+        first: Kind::Secure,
+        lens,
+    };
+    let code = LensCode::choose(&layout);
+    let mut out = vec![code.order(Kind::Plain), code.order(Kind::Secure)];
+    code.encode(&layout, &mut out);
+    out
+}
+
 #[test]
 fn doc_claiming_2_pow_32_segments_is_refused_without_allocating() {
-    // If the decoder trusted the count it would reserve 32 GiB for the lengths and abort.
-    let p = doc_claiming(1 << 32, &[1, 2, 3, 0]);
+    // If the decoder trusted the count it would reserve 32 GiB for the lengths and abort. Every
+    // length takes at least a bit, so 2^32 of them need 2^29 bytes.
+    let p = doc_claiming(1 << 32, &[0, 0, 1, 2, 3, 0]);
     let e = Doc::parse(&p).unwrap_err();
     assert!(
-        matches!(e, MessageError::Truncated { field: "segments", need, have: 4, .. } if need == 1 << 32),
+        matches!(e, MessageError::Truncated { field: "segments", need, have: 4, .. } if need == 1 << 29),
         "{e}"
     );
     assert_eq!(
         e.to_string(),
-        "Doc message truncated: field `segments` needs 4294967296 bytes, 4 remain"
+        "Doc message truncated: field `segments` needs 536870912 bytes, 4 remain"
     );
     // Same through Message::parse and for the largest count a varint can say.
     assert!(Message::parse(FrameType::Doc, &p).is_err());
@@ -570,7 +585,9 @@ fn doc_claiming_2_pow_32_segments_is_refused_without_allocating() {
 
 #[test]
 fn doc_segment_cap_applies_before_reading_lengths() {
-    let p = doc_claiming(3, &[1, 2, 3, 0, 0, 0, 0, 0]);
+    let mut tail = coded(vec![1, 2, 3]);
+    tail.extend_from_slice(&[0, 0, 0, 0, 0]);
+    let p = doc_claiming(3, &tail);
     assert_eq!(
         Doc::parse(&p).unwrap().layout,
         Layout {
@@ -590,16 +607,8 @@ fn doc_segment_cap_applies_before_reading_lengths() {
 
 #[test]
 fn doc_length_overflow_is_refused() {
-    let mut tail = Vec::new();
-    for v in [u64::MAX, 1] {
-        let mut c = v;
-        while c >= 0x80 {
-            tail.push((c as u8 & 0x7f) | 0x80);
-            c >>= 7;
-        }
-        tail.push(c as u8);
-    }
-    tail.push(0);
+    let mut tail = coded(vec![u64::MAX, 1]);
+    tail.extend_from_slice(&[0, 0, 0, 0, 0]);
     assert!(matches!(
         Doc::parse(&doc_claiming(2, &tail)),
         Err(MessageError::LayoutOverflow { .. })

@@ -842,15 +842,19 @@ mod tests {
     fn write_marked(parts: &[(bool, String)]) -> (tempfile::TempDir, PathBuf, String) {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("doc.txt");
+        // Consecutive cleartext parts are escaped as one text: "<" then "$E>" is a mark.
+        let escape = |t: &str| t.replace('\\', "\\\\").replace("<$", "\\<$");
         let mut doc = String::new();
+        let mut plain = String::new();
         for (secret, text) in parts {
-            let text = text.replace('\\', "\\\\").replace("<$", "\\<$");
             if *secret {
-                doc.push_str(&format!("<$S>{text}<$E>"));
+                doc.push_str(&escape(&std::mem::take(&mut plain)));
+                doc.push_str(&format!("<$S>{}<$E>", escape(text)));
             } else {
-                doc.push_str(&text);
+                plain.push_str(text);
             }
         }
+        doc.push_str(&escape(&plain));
         std::fs::write(&p, &doc).unwrap();
         (d, p, doc)
     }

@@ -15,11 +15,14 @@
 //! ([`Doc::pad_to_bucket`]: the next power of two, at least [`MIN_DOC_BUCKET`] bytes), so the
 //! record shows only the order of magnitude of the manifest.
 //!
-//! Payload: `doc` u32, `name` (varint length, UTF-8), first kind u8, varint segment count, varint
-//! segment lengths, marks flag u8 (0 none, 1 present), then if present start and end mark (each
-//! varint length and bytes), then `padding` u32 and that many zero bytes (any other byte is an
-//! error, so the encoding stays canonical).
+//! Payload: `doc` u32, `name` (varint length, UTF-8), first kind u8, varint segment count, the
+//! Exp-Golomb order of the cleartext's lengths u8 and of the classified lengths u8, the segment
+//! lengths in that code (see [`super::golomb`]: bits, the last byte padded with zero bits), marks
+//! flag u8 (0 none, 1 present), then if present start and end mark (each varint length and
+//! bytes), then `padding` u32 and that many zero bytes (any other byte is an error, so the
+//! encoding stays canonical).
 
+use super::golomb::{CodeError, LensCode, LensDecoder, OrderChoice};
 use super::wire::{kind_code, put_bytes, put_varint, varint_len, Reader};
 use super::{write_frame, MessageError, MAX_MARK_LEN, MAX_NAME_LEN};
 use crate::frame::{FrameType, HEADER_LEN};
@@ -70,9 +73,10 @@ impl Doc {
             put_bytes(out, self.name.as_bytes());
             out.push(kind_code(self.layout.first));
             put_varint(out, self.layout.lens.len() as u64);
-            for &len in &self.layout.lens {
-                put_varint(out, len);
-            }
+            let code = LensCode::choose(&self.layout);
+            out.push(code.order(Kind::Plain));
+            out.push(code.order(Kind::Secure));
+            code.encode(&self.layout, out);
             match &self.marks {
                 None => out.push(0),
                 Some((start, end)) => {
@@ -103,7 +107,7 @@ impl Doc {
     /// document with very many segments.
     pub fn encoded_len(&self) -> usize {
         let bytes = |b: &[u8]| varint_len(b.len() as u64) + b.len();
-        let lens: usize = self.layout.lens.iter().map(|&l| varint_len(l)).sum();
+        let lens = 2 + LensCode::choose(&self.layout).bytes(&self.layout);
         let marks = match &self.marks {
             None => 1,
             Some((start, end)) => 1 + bytes(start) + bytes(end),
@@ -143,8 +147,9 @@ impl Doc {
     }
 
     /// Parse a payload. The number of segments is bounded only by the payload (each takes at
-    /// least one byte), so by the frame limit: the layout never takes more than eight times the
-    /// payload's size in memory. Use [`Doc::parse_with_max_segments`] for a tighter bound.
+    /// least one bit), so by the frame limit: the layout never takes more than 64 times the
+    /// payload's size in memory. Use [`Doc::parse_with_max_segments`] for a tighter bound, or
+    /// [`DocRef::parse`], which allocates nothing.
     pub fn parse(payload: &[u8]) -> Result<Doc, MessageError> {
         Doc::parse_with_max_segments(payload, usize::MAX)
     }
@@ -158,8 +163,7 @@ impl Doc {
         let doc = r.u32("doc")?;
         let name = r.string("name", MAX_NAME_LEN)?;
         let first = r.kind("first")?;
-        // Checked against the remaining bytes before allocating: each length is >= 1 byte.
-        let count = r.count("segments")?;
+        let (count, mut lens) = read_lens_head(&mut r, first)?;
         if count > max_segments {
             return Err(MessageError::TooManySegments {
                 msg: MSG,
@@ -167,15 +171,22 @@ impl Doc {
                 max: max_segments,
             });
         }
-        let mut lens = Vec::with_capacity(count);
+        let mut layout = Layout {
+            first,
+            lens: Vec::with_capacity(count.min(r.remaining())),
+        };
         let mut total = 0u64;
+        let mut choice = OrderChoice::new();
         for _ in 0..count {
-            let len = r.varint("segment_len")?;
+            let (kind, len) = lens.next_len().map_err(|e| code_error(&r, e))?;
             total = total
                 .checked_add(len)
                 .ok_or(MessageError::LayoutOverflow { msg: MSG })?;
-            lens.push(len);
+            choice.add(kind, len);
+            layout.lens.push(len);
         }
+        let used = finish_lens(&r, &lens, &choice)?;
+        r.take(used, "segment_len")?;
         let marks = match r.u8("marks")? {
             0 => None,
             1 => {
@@ -195,17 +206,17 @@ impl Doc {
         Ok(Doc {
             doc,
             name,
-            layout: Layout { first, lens },
+            layout,
             marks,
             padding,
         })
     }
 }
 
-/// A manifest as a receiver reads it: borrowed from the frame, its segment lengths left as the
-/// varints they travel as (checked minimal, summed without overflow), so that reading it
+/// A manifest as a receiver reads it: borrowed from the frame, its segment lengths left in the
+/// code they travel in (checked canonical, summed without overflow), so that reading it
 /// allocates nothing, whatever its number of segments; [`crate::sieve::Placement::from_manifest`]
-/// keeps those bytes as they are.
+/// then keeps them as varints, [`DocRef::varint_len`] bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DocRef<'a> {
     /// Document index within the session.
@@ -216,8 +227,12 @@ pub struct DocRef<'a> {
     pub first: Kind,
     /// Number of segments.
     pub segments: usize,
-    /// The segment lengths: `segments` minimal LEB128 varints.
+    /// The code of the segment lengths.
+    pub code: LensCode,
+    /// The segment lengths: `segments` codewords of [`DocRef::code`].
     pub lens: &'a [u8],
+    /// Bytes the segment lengths take as LEB128 varints (what a placement keeps).
+    pub varint_len: usize,
     /// Bytes of each stream, by [`Kind::index`].
     pub stream_len: [u64; 2],
     /// The mark strings to restore, if any.
@@ -231,19 +246,23 @@ impl<'a> DocRef<'a> {
         let doc = r.u32("doc")?;
         let name = r.str("name", MAX_NAME_LEN)?;
         let first = r.kind("first")?;
-        let segments = r.count("segments")?;
-        let start = r.rest();
+        let (segments, mut dec) = read_lens_head(&mut r, first)?;
+        let code = dec.code();
         let mut stream_len = [0u64; 2];
         let mut total = 0u64;
-        for i in 0..segments {
-            let len = r.varint("segment_len")?;
+        let mut varints = 0usize;
+        let mut choice = OrderChoice::new();
+        for _ in 0..segments {
+            let (kind, len) = dec.next_len().map_err(|e| code_error(&r, e))?;
             total = total
                 .checked_add(len)
                 .ok_or(MessageError::LayoutOverflow { msg: MSG })?;
-            let kind = if i % 2 == 0 { first } else { first.other() };
             stream_len[kind.index()] += len;
+            varints += varint_len(len);
+            choice.add(kind, len);
         }
-        let lens = &start[..start.len() - r.rest().len()];
+        let used = finish_lens(&r, &dec, &choice)?;
+        let lens = r.take(used, "segment_len")?;
         let marks = match r.u8("marks")? {
             0 => None,
             1 => {
@@ -265,7 +284,9 @@ impl<'a> DocRef<'a> {
             name,
             first,
             segments,
+            code,
             lens,
+            varint_len: varints,
             stream_len,
             marks,
         })
@@ -273,8 +294,8 @@ impl<'a> DocRef<'a> {
 
     /// The segment lengths, decoded (they were checked when parsed).
     pub fn lens(&self) -> impl Iterator<Item = u64> + 'a {
-        let mut r = Reader::new(MSG, self.lens);
-        (0..self.segments).map_while(move |_| r.varint("segment_len").ok())
+        let mut d = self.code.decoder(self.lens, self.first);
+        (0..self.segments).map_while(move |_| d.next_len().ok().map(|(_, len)| len))
     }
 
     /// An owned [`Doc`] (its layout expanded: 8 bytes per segment).
@@ -289,6 +310,53 @@ impl<'a> DocRef<'a> {
             marks: self.marks.map(|(s, e)| (s.to_vec(), e.to_vec())),
             padding: 0,
         }
+    }
+}
+
+/// Read the segment count and the code's orders, and start decoding the lengths that follow.
+/// The count is checked against the bits that remain before anything is allocated: every
+/// codeword takes at least one bit.
+fn read_lens_head<'a>(
+    r: &mut Reader<'a>,
+    first: Kind,
+) -> Result<(usize, LensDecoder<'a>), MessageError> {
+    let count = r.varint("segments")?;
+    let plain = r.u8("plain_order")?;
+    let secure = r.u8("secure_order")?;
+    let code = LensCode::new(plain, secure).ok_or_else(|| r.unknown("order", plain.max(secure)))?;
+    let bits = r.remaining() as u64 * 8;
+    if count > bits {
+        return Err(MessageError::Truncated {
+            msg: MSG,
+            field: "segments",
+            need: count.div_ceil(8),
+            have: r.remaining(),
+        });
+    }
+    // At most 8 per byte of a payload that is in memory: it fits a usize.
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    Ok((count, code.decoder(r.rest(), first)))
+}
+
+/// After the last length: the padding bits must be zero and the orders the shortest code's.
+/// Returns the bytes the lengths took.
+fn finish_lens(
+    r: &Reader<'_>,
+    dec: &LensDecoder<'_>,
+    choice: &OrderChoice,
+) -> Result<usize, MessageError> {
+    let used = dec.finish().map_err(|e| code_error(r, e))?;
+    if choice.best() != dec.code() {
+        return Err(code_error(r, CodeError::NotBest));
+    }
+    Ok(used)
+}
+
+fn code_error(r: &Reader<'_>, e: CodeError) -> MessageError {
+    MessageError::BadLengths {
+        msg: MSG,
+        why: e.as_str(),
+        have: r.remaining(),
     }
 }
 
@@ -333,16 +401,69 @@ mod tests {
     }
 
     #[test]
+    fn only_the_shortest_codes_orders_are_accepted() {
+        // Classified values of 12-15 bytes and cleartext runs of 40-63: orders 6 and 4.
+        let lens: Vec<u64> = (0..64u64)
+            .map(|i| if i % 2 == 0 { 40 + i % 24 } else { 12 + i % 4 })
+            .collect();
+        let d = Doc {
+            doc: 1,
+            name: "d".into(),
+            layout: Layout {
+                first: Kind::Plain,
+                lens: lens.clone(),
+            },
+            marks: None,
+            padding: 0,
+        };
+        let good = payload(&d);
+        // doc u32, name (1 + 1), first, count (1): then the two orders.
+        assert_eq!(&good[8..10], &[6, 4]);
+        assert_eq!(DocRef::parse(&good).unwrap().varint_len, lens.len());
+        // The same lengths in orders 5 and 4 decode, but are not the one encoding.
+        let mut other = good[..8].to_vec();
+        other.extend_from_slice(&[5, 4]);
+        let code = LensCode::new(5, 4).unwrap();
+        code.encode(&d.layout, &mut other);
+        other.extend_from_slice(&[0, 0, 0, 0, 0]);
+        let refused = MessageError::BadLengths {
+            msg: MSG,
+            why: CodeError::NotBest.as_str(),
+            have: other.len() - 10,
+        };
+        assert_eq!(Doc::parse(&other), Err(refused.clone()));
+        assert_eq!(DocRef::parse(&other), Err(refused));
+        // An order beyond 63 is unknown.
+        let mut bad = good.clone();
+        bad[8] = 64;
+        assert!(matches!(
+            Doc::parse(&bad),
+            Err(MessageError::UnknownValue {
+                field: "order",
+                value: 64,
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn huge_segment_count_in_tiny_payload_is_refused_before_allocating() {
-        // doc, empty name, first = plain, count = 2^32 (varint 80 80 80 80 10), marks = none,
-        // no padding.
+        // doc, empty name, first = plain, count = 2^32 (varint 80 80 80 80 10), orders 0 and 0,
+        // marks = none, no padding. Each codeword takes at least a bit: 2^32 need 2^29 bytes.
         let p = [
-            0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0, 0, 0, 0, 0,
         ];
         let e = Doc::parse(&p).unwrap_err();
         assert!(
-            matches!(e, MessageError::Truncated { field: "segments", need, .. } if need == 1 << 32)
+            matches!(e, MessageError::Truncated { field: "segments", need, .. } if need == 1 << 29)
         );
+        assert!(matches!(
+            DocRef::parse(&p),
+            Err(MessageError::Truncated {
+                field: "segments",
+                ..
+            })
+        ));
     }
 
     #[test]

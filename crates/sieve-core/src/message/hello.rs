@@ -24,8 +24,9 @@ use crate::split::Split;
 /// HELLO says what compressed frames the sender may send and SESSION what the receiver accepts
 /// of them, with its decompression speed ([`super::CompressFlags`], [`super::ZData`]); a
 /// manifest's placement is checked as it is parsed, and runs shorter than 16 KiB share a tag
-/// within their 256 KiB block.
-pub const PROTOCOL_VERSION: u16 = 5;
+/// within their 256 KiB block. 6: a manifest writes its segment lengths in Exp-Golomb codes, one
+/// order per kind ([`super::golomb`]), instead of varints.
+pub const PROTOCOL_VERSION: u16 = 6;
 
 /// Most TLS channels (channel 0 included) a session may ask for.
 pub const MAX_SECURE_CHANNELS: u8 = 16;

@@ -32,6 +32,7 @@ mod doc;
 mod doc_cancel;
 mod doc_end;
 mod error;
+pub mod golomb;
 mod hello;
 mod join;
 mod join_ok;
@@ -166,6 +167,16 @@ pub enum MessageError {
         field: &'static str,
         /// What is wrong with the list.
         why: crate::mac::OfferError,
+    },
+    /// A layout's segment lengths do not decode (see [`golomb`]).
+    #[error("{msg} message: segment lengths: {why} ({have} bytes remain)")]
+    BadLengths {
+        /// Message type.
+        msg: &'static str,
+        /// What is wrong.
+        why: &'static str,
+        /// Bytes left in the payload where the lengths begin.
+        have: usize,
     },
     /// Padding holds a byte other than zero (padding is zeros, so the encoding is canonical).
     #[error("{msg} message: padding holds a byte other than zero")]

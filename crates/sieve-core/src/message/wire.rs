@@ -157,21 +157,6 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// A varint count of items each at least one byte long: checked against the remaining bytes,
-    /// so a caller may allocate `count` items.
-    pub(crate) fn count(&mut self, field: &'static str) -> Result<usize, MessageError> {
-        let n = self.varint(field)?;
-        if n > self.buf.len() as u64 {
-            return Err(MessageError::Truncated {
-                msg: self.msg,
-                field,
-                need: n,
-                have: self.buf.len(),
-            });
-        }
-        Ok(n as usize)
-    }
-
     /// A length-prefixed byte string of at most `max` bytes, borrowed.
     pub(crate) fn bytes(
         &mut self,
