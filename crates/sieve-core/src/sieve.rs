@@ -17,6 +17,7 @@ use thiserror::Error;
 
 use crate::layout::{Kind, Layout};
 use crate::marks::{self, MarkConfig, MarkError};
+use crate::message::golomb::{LensCode, LensDecoder};
 use crate::ranges::ClassifiedRanges;
 
 /// The two sieved data lists and the layout that interleaves them.
@@ -223,14 +224,17 @@ pub fn integrate<S: AsRef<[u8]>, P: AsRef<[u8]>>(
 /// final offset, in any order, from any channel.
 ///
 /// Compact, because a manifest is input from the network and documents may have millions of
-/// segments (a classified field on every line of a CSV): the segment lengths are kept as
-/// varints, with a checkpoint every `CHECKPOINT` segments from which decoding resumes, about
-/// 3 bytes per segment instead of the 40 that a run and a mark offset per segment would take.
-/// [`Placement::place`] costs a binary search and at most `CHECKPOINT` decoded lengths.
+/// segments (a classified field on every line of a CSV): the segment lengths are kept in the
+/// Exp-Golomb code they travel in ([`crate::message::golomb`], about a byte per segment or
+/// less), with a checkpoint every `CHECKPOINT` segments from which decoding resumes, instead of
+/// the 40 bytes that a run and a mark offset per segment would take. [`Placement::place`] costs
+/// a binary search and at most `CHECKPOINT` decoded lengths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
     first: Kind,
-    /// Segment lengths in document order, LEB128.
+    /// The code of [`Placement::lens`].
+    code: LensCode,
+    /// Segment lengths in document order, in `code`.
     lens: Vec<u8>,
     segments: usize,
     /// Lengths of the start and end marks restored around each classified segment.
@@ -240,12 +244,12 @@ pub struct Placement {
     output_len: u64,
 }
 
-/// Where decoding of [`Placement::lens`] resumes: at segment `seg`, byte `at` of the varints,
+/// Where decoding of [`Placement::lens`] resumes: at segment `seg`, bit `at` of the code,
 /// with the streams and the output at these offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Checkpoint {
     seg: usize,
-    at: usize,
+    at: u64,
     stream: [u64; 2],
     output: u64,
 }
@@ -267,8 +271,8 @@ struct Seg {
 /// Decodes segments from a checkpoint on.
 struct Walk<'p> {
     p: &'p Placement,
+    lens: LensDecoder<'p>,
     seg: usize,
-    at: usize,
     stream: [u64; 2],
     output: u64,
 }
@@ -280,12 +284,8 @@ impl Iterator for Walk<'_> {
         if self.seg >= self.p.segments {
             return None;
         }
-        let (len, used) = read_varint(&self.p.lens[self.at..])?;
-        let kind = if self.seg.is_multiple_of(2) {
-            self.p.first
-        } else {
-            self.p.first.other()
-        };
+        // Lengths written by `new` or checked by the manifest's parser.
+        let (kind, len) = self.lens.next_len().ok()?;
         let (start, end) = self.p.marks_around(kind);
         let seg = Seg {
             kind,
@@ -294,47 +294,18 @@ impl Iterator for Walk<'_> {
             output: self.output + start,
         };
         self.seg += 1;
-        self.at += used;
         self.stream[kind.index()] += len;
         self.output += start + len + end;
         Some(seg)
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn read_varint(b: &[u8]) -> Option<(u64, usize)> {
-    let mut v = 0u64;
-    for (i, &byte) in b.iter().enumerate().take(10) {
-        v |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
-}
-
-/// Bytes a layout's segment lengths take as varints (what [`Placement::new`] keeps).
-pub(crate) fn varint_bytes(layout: &Layout) -> usize {
-    layout
-        .lens
-        .iter()
-        .map(|&l| (64 - (l | 1).leading_zeros() as usize).div_ceil(7))
-        .sum()
-}
-
 /// Heap bytes of the [`Placement`] of a manifest of `segments` segments whose lengths take
-/// `varint_bytes` bytes, computed without building it: what a receiver charges before it
-/// accepts a manifest.
-pub(crate) fn placement_bytes(segments: usize, varint_bytes: usize) -> u64 {
+/// `code_bytes` bytes, computed without building it: what a receiver charges before it accepts
+/// a manifest.
+pub(crate) fn placement_bytes(segments: usize, code_bytes: usize) -> u64 {
     let checkpoints = segments / CHECKPOINT + 1;
-    (varint_bytes + checkpoints * std::mem::size_of::<Checkpoint>()) as u64
+    (code_bytes + checkpoints * std::mem::size_of::<Checkpoint>()) as u64
 }
 
 /// A piece of a stream that the layout does not have.
@@ -379,37 +350,33 @@ pub fn output_len(layout: &Layout, marks: Option<(u64, u64)>) -> Result<u64, Out
 impl Placement {
     /// `marks`: lengths of the start and end marks to restore, or `None` to strip them.
     pub fn new(layout: &Layout, marks: Option<(u64, u64)>) -> Result<Placement, OutputOverflow> {
-        let mut lens = Vec::with_capacity(varint_bytes(layout));
-        for &len in &layout.lens {
-            put_varint(&mut lens, len);
-        }
-        Placement::from_varints(layout.first, lens, layout.lens.len(), marks)
+        let code = LensCode::choose(layout);
+        let mut lens = Vec::new();
+        code.encode(layout, &mut lens);
+        Placement::from_code(layout.first, code, lens, layout.lens.len(), marks)
     }
 
-    /// The placement of a manifest as it travelled: its lengths are decoded straight into the
-    /// placement's varints ([`crate::message::DocRef::varint_len`] bytes), with no expanded
-    /// copy of them on the way.
+    /// The placement of a manifest as it travelled: its code is kept as it is, with no expanded
+    /// copy of its lengths on the way.
     pub fn from_manifest(
         m: &crate::message::DocRef<'_>,
         marks: Option<(u64, u64)>,
     ) -> Result<Placement, OutputOverflow> {
-        let mut lens = Vec::with_capacity(m.varint_len);
-        for len in m.lens() {
-            put_varint(&mut lens, len);
-        }
-        Placement::from_varints(m.first, lens, m.segments, marks)
+        Placement::from_code(m.first, m.code, m.lens.to_vec(), m.segments, marks)
     }
 
-    /// Build a placement over `segments` lengths held as varints in `lens`: one pass that keeps
+    /// Build a placement over `segments` lengths held in `code` in `lens`: one pass that keeps
     /// a checkpoint every [`CHECKPOINT`] segments and checks that the output length fits.
-    fn from_varints(
+    fn from_code(
         first: Kind,
+        code: LensCode,
         lens: Vec<u8>,
         segments: usize,
         marks: Option<(u64, u64)>,
     ) -> Result<Placement, OutputOverflow> {
         let mut p = Placement {
             first,
+            code,
             lens,
             segments,
             marks,
@@ -418,20 +385,18 @@ impl Placement {
             output_len: 0,
         };
         let mut out = 0u64;
-        let mut at = 0usize;
+        let mut dec = code.decoder(&p.lens, first);
         for i in 0..segments {
-            let kind = if i % 2 == 0 { first } else { first.other() };
             if i % CHECKPOINT == 0 {
                 p.checkpoints.push(Checkpoint {
                     seg: i,
-                    at,
+                    at: dec.bit_pos(),
                     stream: p.stream_len,
                     output: out,
                 });
             }
-            // Varints written by `new` or checked by the manifest's parser.
-            let (len, used) = read_varint(&p.lens[at..]).ok_or(OutputOverflow)?;
-            at += used;
+            // Lengths written by `new` or checked by the manifest's parser.
+            let (kind, len) = dec.next_len().map_err(|_| OutputOverflow)?;
             let (start, end) = p.marks_around(kind);
             out = out
                 .checked_add(start)
@@ -464,8 +429,8 @@ impl Placement {
     fn walk_from(&self, c: &Checkpoint) -> Walk<'_> {
         Walk {
             p: self,
+            lens: self.code.decoder_at(&self.lens, self.first, c.at, c.seg),
             seg: c.seg,
-            at: c.at,
             stream: c.stream,
             output: c.output,
         }

@@ -73,7 +73,10 @@ impl Doc {
             put_bytes(out, self.name.as_bytes());
             out.push(kind_code(self.layout.first));
             put_varint(out, self.layout.lens.len() as u64);
-            let code = LensCode::choose(&self.layout);
+            let (code, bits) = LensCode::choose_with_bits(&self.layout);
+            out.reserve(
+                usize::try_from(bits.div_ceil(8)).unwrap_or(0) + 16 + self.padding as usize,
+            );
             out.push(code.order(Kind::Plain));
             out.push(code.order(Kind::Secure));
             code.encode(&self.layout, out);
@@ -93,13 +96,14 @@ impl Doc {
     /// Set [`Doc::padding`] so that the payload is [`bucket_len`] of its unpadded length,
     /// without exceeding `max_payload` (the peer's frame limit): a manifest larger than the
     /// largest bucket that fits is padded up to the limit, and one already above it is left as
-    /// it is (and will be refused for its size).
-    pub fn pad_to_bucket(&mut self, max_payload: u32) {
+    /// it is (and will be refused for its size). Returns the padded [`Doc::encoded_len`].
+    pub fn pad_to_bucket(&mut self, max_payload: u32) -> usize {
         self.padding = 0;
         let base = self.encoded_len() - HEADER_LEN;
         let limit = usize::try_from(max_payload).unwrap_or(usize::MAX);
         let target = bucket_len(base).min(limit).max(base);
         self.padding = u32::try_from(target - base).unwrap_or(0);
+        HEADER_LEN + base + self.padding as usize
     }
 
     /// Bytes [`Doc::encode`] appends (header included), without encoding: a sender compares
@@ -107,7 +111,8 @@ impl Doc {
     /// document with very many segments.
     pub fn encoded_len(&self) -> usize {
         let bytes = |b: &[u8]| varint_len(b.len() as u64) + b.len();
-        let lens = 2 + LensCode::choose(&self.layout).bytes(&self.layout);
+        let bits = LensCode::choose_with_bits(&self.layout).1;
+        let lens = 2 + usize::try_from(bits.div_ceil(8)).unwrap_or(usize::MAX);
         let marks = match &self.marks {
             None => 1,
             Some((start, end)) => 1 + bytes(start) + bytes(end),
@@ -216,7 +221,7 @@ impl Doc {
 /// A manifest as a receiver reads it: borrowed from the frame, its segment lengths left in the
 /// code they travel in (checked canonical, summed without overflow), so that reading it
 /// allocates nothing, whatever its number of segments; [`crate::sieve::Placement::from_manifest`]
-/// then keeps them as varints, [`DocRef::varint_len`] bytes.
+/// keeps those bytes as they are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DocRef<'a> {
     /// Document index within the session.
@@ -231,8 +236,6 @@ pub struct DocRef<'a> {
     pub code: LensCode,
     /// The segment lengths: `segments` codewords of [`DocRef::code`].
     pub lens: &'a [u8],
-    /// Bytes the segment lengths take as LEB128 varints (what a placement keeps).
-    pub varint_len: usize,
     /// Bytes of each stream, by [`Kind::index`].
     pub stream_len: [u64; 2],
     /// The mark strings to restore, if any.
@@ -250,7 +253,6 @@ impl<'a> DocRef<'a> {
         let code = dec.code();
         let mut stream_len = [0u64; 2];
         let mut total = 0u64;
-        let mut varints = 0usize;
         let mut choice = OrderChoice::new();
         for _ in 0..segments {
             let (kind, len) = dec.next_len().map_err(|e| code_error(&r, e))?;
@@ -258,7 +260,6 @@ impl<'a> DocRef<'a> {
                 .checked_add(len)
                 .ok_or(MessageError::LayoutOverflow { msg: MSG })?;
             stream_len[kind.index()] += len;
-            varints += varint_len(len);
             choice.add(kind, len);
         }
         let used = finish_lens(&r, &dec, &choice)?;
@@ -286,7 +287,6 @@ impl<'a> DocRef<'a> {
             segments,
             code,
             lens,
-            varint_len: varints,
             stream_len,
             marks,
         })
@@ -419,7 +419,10 @@ mod tests {
         let good = payload(&d);
         // doc u32, name (1 + 1), first, count (1): then the two orders.
         assert_eq!(&good[8..10], &[6, 4]);
-        assert_eq!(DocRef::parse(&good).unwrap().varint_len, lens.len());
+        assert_eq!(
+            DocRef::parse(&good).unwrap().lens().collect::<Vec<_>>(),
+            lens
+        );
         // The same lengths in orders 5 and 4 decode, but are not the one encoding.
         let mut other = good[..8].to_vec();
         other.extend_from_slice(&[5, 4]);
@@ -533,8 +536,9 @@ mod tests {
             .into_iter()
             .map(|n| {
                 let mut d = doc(n);
-                d.pad_to_bucket(1 << 20);
+                let len = d.pad_to_bucket(1 << 20);
                 let p = payload(&d);
+                assert_eq!(len, HEADER_LEN + p.len());
                 assert_eq!(Doc::parse(&p).unwrap(), d);
                 p.len()
             })

@@ -49,11 +49,16 @@ impl LensCode {
 
     /// The orders that minimise `layout`'s encoded size (see [`OrderChoice`]).
     pub fn choose(layout: &Layout) -> LensCode {
+        LensCode::choose_with_bits(layout).0
+    }
+
+    /// [`LensCode::choose`], and the bits `layout`'s lengths take in that code.
+    pub fn choose_with_bits(layout: &Layout) -> (LensCode, u64) {
         let mut choice = OrderChoice::new();
         for (kind, len) in layout.segments() {
             choice.add(kind, len);
         }
-        choice.best()
+        choice.best_with_bits()
     }
 
     /// Bits `layout`'s lengths take in this code.
@@ -74,23 +79,43 @@ impl LensCode {
         let mut w = BitWriter { out, acc: 0, n: 0 };
         for (kind, len) in layout.segments() {
             let k = u32::from(self.order(kind));
+            // The codeword is `len + 2^k` in `2z + 1 + k` bits (its `z` leading bits zero).
             let z = zeros(len, k);
-            let n = z + k;
-            let rest = u128::from(len) - base(z, k);
-            w.put(0, z);
-            w.put((1u128 << n) | rest, n + 1);
+            let bits = 2 * z + 1 + k;
+            if bits <= 64 {
+                // Below 2^64, as its bit length is `z + k + 1`.
+                w.put(len + (1u64 << k), bits);
+            } else {
+                let word = u128::from(len) + (1u128 << k);
+                w.put(0, z);
+                w.put((word >> 32) as u64, bits - z - 32);
+                w.put(word as u64 & 0xffff_ffff, 32);
+            }
         }
         w.finish();
     }
 
-    /// Decode `count` lengths from the start of `bytes`, segment `i` of kind `kind_of(i)`.
+    /// Decode the lengths of a layout whose first segment is of kind `first` from the start of
+    /// `bytes`.
     pub fn decoder<'a>(self, bytes: &'a [u8], first: Kind) -> LensDecoder<'a> {
+        self.decoder_at(bytes, first, 0, 0)
+    }
+
+    /// Decode from bit `pos` of `bytes` on, where segment `seg` begins (a position some
+    /// decoder's [`LensDecoder::bit_pos`] gave).
+    pub fn decoder_at<'a>(
+        self,
+        bytes: &'a [u8],
+        first: Kind,
+        pos: u64,
+        seg: usize,
+    ) -> LensDecoder<'a> {
         LensDecoder {
             code: self,
             bytes,
             first,
-            pos: 0,
-            seg: 0,
+            pos,
+            seg: seg as u64,
         }
     }
 }
@@ -138,7 +163,12 @@ impl OrderChoice {
 
     /// The best order of each kind for the lengths counted.
     pub fn best(&self) -> LensCode {
-        let best = |kind: usize| -> u8 {
+        self.best_with_bits().0
+    }
+
+    /// [`OrderChoice::best`], and the bits the lengths counted take in that code.
+    pub fn best_with_bits(&self) -> (LensCode, u64) {
+        let best = |kind: usize| -> (u8, u64) {
             let cells: Vec<(u32, u32, u64)> = self.hist[kind * 65 * 65..(kind + 1) * 65 * 65]
                 .iter()
                 .enumerate()
@@ -159,14 +189,13 @@ impl OrderChoice {
                     .sum()
             };
             (0..=u32::from(MAX_ORDER))
-                .min_by_key(|&k| (cost(k), k))
-                .map_or(0, |k| k as u8)
+                .map(|k| (cost(k), k))
+                .min()
+                .map_or((0, 0), |(bits, k)| (k as u8, bits))
         };
-        let mut order = [0; 2];
-        for (i, o) in order.iter_mut().enumerate() {
-            *o = best(i);
-        }
-        LensCode { order }
+        // By `Kind::index`, as `order` is.
+        let ((o0, b0), (o1, b1)) = (best(0), best(1));
+        (LensCode { order: [o0, o1] }, b0 + b1)
     }
 }
 
@@ -220,6 +249,22 @@ impl LensDecoder<'_> {
             self.first.other()
         };
         let k = u32::from(self.code.order(kind));
+        // Fast path: the codeword within the 57 or more bits that 8 bytes from here hold.
+        let byte = (self.pos / 8) as usize;
+        if let Some(chunk) = self.bytes.get(byte..byte.saturating_add(8)) {
+            let mut eight = [0u8; 8];
+            eight.copy_from_slice(chunk);
+            let w = u64::from_be_bytes(eight) << (self.pos % 8);
+            let z = w.leading_zeros();
+            let bits = 2 * z + 1 + k;
+            if bits <= 57 {
+                // `bits` of `w` are the codeword `len + 2^k`.
+                let len = (w >> (64 - bits)) - (1u64 << k);
+                self.pos += u64::from(bits);
+                self.seg += 1;
+                return Ok((kind, len));
+            }
+        }
         let window = self.peek(self.pos);
         let z = window.leading_zeros();
         if z == 128 || z > 64 - k {
@@ -245,6 +290,11 @@ impl LensDecoder<'_> {
         self.pos = end;
         self.seg += 1;
         Ok((kind, len))
+    }
+
+    /// Bit position of the next codeword.
+    pub fn bit_pos(&self) -> u64 {
+        self.pos
     }
 
     /// Bytes read so far (the last one partly, if the position is not on a byte boundary).
@@ -292,8 +342,10 @@ impl LensDecoder<'_> {
 
 /// `z` for `v` in order `k`: the bit length of `(v >> k) + 1`, minus one.
 fn zeros(v: u64, k: u32) -> u32 {
-    let q = u128::from(v >> k) + 1;
-    127 - q.leading_zeros()
+    match (v >> k).checked_add(1) {
+        Some(q) => 63 - q.leading_zeros(),
+        None => 64,
+    }
 }
 
 /// The smallest value whose codeword in order `k` starts with `z` zeros: `(2^z - 1)·2^k`.
@@ -310,29 +362,33 @@ fn codeword_bits(v: u64, k: u8) -> u32 {
 /// Appends bits to a byte vector, most significant first.
 struct BitWriter<'a> {
     out: &'a mut Vec<u8>,
-    /// Bits not yet written out: the low `n` bits (`n < 8`).
+    /// Bits not yet written out: the low `n` bits (`n < 64`).
     acc: u128,
     n: u32,
 }
 
 impl BitWriter<'_> {
-    /// Append the low `n` bits of `bits` (`n <= 65`, higher bits zero).
-    fn put(&mut self, bits: u128, n: u32) {
+    /// Append the low `n` bits of `bits` (`n <= 64`, higher bits zero).
+    fn put(&mut self, bits: u64, n: u32) {
         if n == 0 {
             return;
         }
-        self.acc = (self.acc << n) | bits;
+        self.acc = (self.acc << n) | u128::from(bits);
         self.n += n;
-        while self.n >= 8 {
-            self.n -= 8;
-            self.out.push((self.acc >> self.n) as u8);
+        if self.n >= 64 {
+            self.n -= 64;
+            self.out
+                .extend_from_slice(&((self.acc >> self.n) as u64).to_be_bytes());
+            self.acc &= (1u128 << self.n) - 1;
         }
-        self.acc &= (1u128 << self.n) - 1;
     }
 
     fn finish(self) {
-        if self.n > 0 {
-            self.out.push((self.acc << (8 - self.n)) as u8);
+        let bytes = self.n.div_ceil(8);
+        if bytes > 0 {
+            let last = (self.acc << (8 * bytes - self.n)) as u64;
+            self.out
+                .extend_from_slice(&last.to_be_bytes()[8 - bytes as usize..]);
         }
     }
 }
@@ -447,7 +503,9 @@ mod tests {
                 prop_oneof![1u64..32, 10u64..5_000, 0u64..(1 << 40)], 1..300),
         ) {
             let l = layout(first, lens);
-            let chosen = LensCode::choose(&l).bits(&l);
+            let (code, counted) = LensCode::choose_with_bits(&l);
+            let chosen = code.bits(&l);
+            prop_assert_eq!(counted, chosen);
             // Each kind's best order, by trying them all.
             let best: u64 = [Kind::Plain, Kind::Secure]
                 .into_iter()

@@ -112,12 +112,12 @@ impl Drop for Account {
 }
 
 /// Bytes a document holds once its manifest is accepted: its placement (see
-/// [`crate::sieve::placement_bytes`]: the varints as they travelled, about 1-3 bytes per
-/// segment, and a checkpoint every 32 segments), its name, and a fixed part (its slot in the
+/// [`crate::sieve::placement_bytes`]: the code of its lengths as it travelled, about a byte per
+/// segment or less, and a checkpoint every 32 segments), its name, and a fixed part (its slot in the
 /// session's map, its file spec). Its ledgers are charged when its first piece makes them
 /// ([`LEDGERS_FIXED`]).
-pub(super) fn manifest_cost(segments: usize, varint_bytes: usize, name_len: usize) -> u64 {
-    MANIFEST_FIXED + name_len as u64 + crate::sieve::placement_bytes(segments, varint_bytes)
+pub(super) fn manifest_cost(segments: usize, code_bytes: usize, name_len: usize) -> u64 {
+    MANIFEST_FIXED + name_len as u64 + crate::sieve::placement_bytes(segments, code_bytes)
 }
 
 /// The fixed part of [`manifest_cost`].

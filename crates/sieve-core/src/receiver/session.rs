@@ -233,7 +233,7 @@ impl ReceiverSession {
         if self.hello.mode == Mode::SecureOnly && doc.stream_len[Kind::Plain.index()] > 0 {
             return Err(ManifestRefusal::PlainInSecureOnly);
         }
-        let cost = manifest_cost(segments, doc.varint_len, doc.name.len());
+        let cost = manifest_cost(segments, doc.lens.len(), doc.name.len());
         if let Err(short) = self.account.charge(cost) {
             let what = format!("the manifest of {segments} segments");
             return Err(MemoryRefusal::new(short, cost, what).into());

@@ -260,10 +260,9 @@ impl SenderSession {
                 marks: spec.marks.clone(),
                 padding: 0,
             };
-            m.pad_to_bucket(max);
+            let len = m.pad_to_bucket(max);
             m.validate()
                 .map_err(|source| ManifestError::Invalid { doc, source })?;
-            let len = m.encoded_len();
             if len > max as usize {
                 return Err(ManifestError::TooLarge {
                     doc,
