@@ -9,8 +9,10 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use sieve_core::corpus::DocKind;
 use sieve_core::frame::HEADER_LEN;
 use sieve_core::gen::{write_xp, XpSpec, MB};
+use sieve_core::layout::Kind;
 use sieve_core::marks::MarkConfig;
 use sieve_core::marks_parallel::{count_parallel_releasing, parse_parallel};
+use sieve_core::message::golomb::LensCode;
 use sieve_core::message::{Doc, DocRef};
 use sieve_core::sieve::{integrate, sieve_marked, Marks, Placement};
 
@@ -105,6 +107,22 @@ fn manifest(c: &mut Criterion) {
             padding: 0,
         };
         let id = format!("{}-32MiB-10", kind.name());
+        // What the code saves on the wire, beside what it costs here.
+        let varints: u64 = doc
+            .layout
+            .lens
+            .iter()
+            .map(|&l| u64::from((64 - (l | 1).leading_zeros()).div_ceil(7)))
+            .sum();
+        let code = LensCode::choose(&doc.layout);
+        eprintln!(
+            "manifest/{id}: {} segments, lengths in {} bytes (orders {} plain, {} classified); \
+             as varints {varints} bytes",
+            doc.layout.lens.len(),
+            code.bytes(&doc.layout),
+            code.order(Kind::Plain),
+            code.order(Kind::Secure),
+        );
         g.throughput(Throughput::Elements(doc.layout.lens.len() as u64));
         g.bench_with_input(BenchmarkId::new("encode", &id), &doc, |b, doc| {
             b.iter(|| {

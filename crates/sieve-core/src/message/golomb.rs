@@ -4,7 +4,7 @@
 //! and its manifest is mostly their lengths. As LEB128 varints every length took at least a byte:
 //! 545,522 bytes for the 453,677 segments of 32 MiB of `sieve gen --kind text` at P = 0.1. Both
 //! kinds' lengths cluster (classified values of a dozen bytes, cleartext runs of a few dozen), so
-//! a code tuned to each kind's typical size takes 5 to 8 bits for most of them: 396,880 bytes for
+//! a code tuned to each kind's typical size takes 7 bits a length on average: 396,880 bytes for
 //! the same layout, and 26-32 % less than varints for the csv, json and log kinds. Manifests are
 //! padded to a power of two (see [`super::doc`]), so fewer bytes often means half the bucket.
 //!
