@@ -6,12 +6,13 @@
 //! kinds' lengths cluster (classified values of a dozen bytes, cleartext runs of a few dozen), so
 //! a code tuned to each kind's typical size takes 7 bits a length on average: 396,880 bytes for
 //! the same layout, and 26-32 % less than varints for the csv, json and log kinds. Manifests are
-//! padded to a power of two (see [`super::doc`]), so fewer bytes often means half the bucket.
+//! padded to a power of two (see [`super::Doc::pad_to_bucket`]), so fewer bytes often means half the bucket.
 //!
 //! Exp-Golomb of order `k` writes a length `v` as `z` zero bits, a one bit, then the `z + k` low
 //! bits of `v - (2^z - 1)·2^k`, where `z` is the bit length of `(v >> k) + 1`, minus one. Lengths
 //! below `2^k` take `k + 1` bits, and each doubling beyond adds two bits, so one huge cleartext run
-//! costs a few bytes, not a byte per 128. Every value has exactly one codeword (the `z` ranges are
+//! costs a few bytes (a gigabyte at order 5: 7 bytes, against a varint's 5), where a Rice code's
+//! unary part would grow by a bit per `2^k`. Every value has exactly one codeword (the `z` ranges are
 //! disjoint), so the encoding stays canonical: a parser refuses codewords for values beyond
 //! 64 bits, runs of zeros longer than any codeword's, a stream cut short and padding bits other
 //! than zero.
@@ -19,6 +20,7 @@
 //! The sender picks each kind's order ([`LensCode::choose`], the shortest code) in one pass over
 //! the layout; the two orders travel in the manifest before the lengths, and a receiver refuses
 //! orders other than those, so that a layout has one encoding.
+//!
 //! Bits are written most significant first; the last byte is padded with zero bits.
 
 use crate::layout::{Kind, Layout};
