@@ -57,6 +57,13 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
+/// `size` bytes of a realistic document of `kind`, marked, at P = 0.1 (seed 1).
+fn dense_doc(kind: DocKind, size: u64) -> Vec<u8> {
+    let mut d = Vec::new();
+    sieve_core::corpus::write(kind, size, 0.1, 1, true, &mut d, |_| {}).expect("in-memory write");
+    d
+}
+
 /// The sender's marks pass over dense documents (a classified value every hundred bytes or so):
 /// what `sieve send` does before it can choose or send, on two threads as on this project's
 /// machines, from the bytes to the placement the sending walks; and the pass that only counts
@@ -66,9 +73,7 @@ fn dense(c: &mut Criterion) {
     let mut g = c.benchmark_group("marks-pass");
     g.sample_size(30);
     for kind in [DocKind::Log, DocKind::Csv] {
-        let mut d = Vec::new();
-        sieve_core::corpus::write(kind, 8 << 20, 0.1, 1, true, &mut d, |_| {})
-            .expect("in-memory write");
+        let d = dense_doc(kind, 8 << 20);
         g.throughput(Throughput::Bytes(d.len() as u64));
         let id = format!("{}-8MiB-10", kind.name());
         g.bench_with_input(BenchmarkId::new("sieve", &id), &d, |b, d| {
@@ -93,9 +98,7 @@ fn manifest(c: &mut Criterion) {
     let mut g = c.benchmark_group("manifest");
     g.sample_size(20);
     for kind in [DocKind::Text, DocKind::Log] {
-        let mut d = Vec::new();
-        sieve_core::corpus::write(kind, 32 << 20, 0.1, 1, true, &mut d, |_| {})
-            .expect("in-memory write");
+        let d = dense_doc(kind, 32 << 20);
         let layout = parse_parallel(&cfg, &d, 2, 1 << 20)
             .expect("well marked")
             .layout();
