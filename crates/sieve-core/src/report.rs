@@ -238,6 +238,10 @@ pub struct CompressionReport {
     pub receiver_decompress_mbps: u32,
     /// The level in force at the end (`null`: raw).
     pub final_level: Option<String>,
+    /// The level the next session to this receiver starts at for data alike (`auto`: the
+    /// best of the levels this session measured; `null`: raw).
+    #[serde(default)]
+    pub kept_level: Option<String>,
     /// The level `auto` started at because the last session to this receiver ended there
     /// (`null`: it started as a first session does).
     #[serde(default)]

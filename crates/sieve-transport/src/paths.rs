@@ -387,7 +387,7 @@ fn record_of(report: &SessionReport) -> Option<PathRecord> {
         compresses,
         seen: now(),
         auto_level: auto
-            .and_then(|c| c.final_level.as_deref())
+            .and_then(|c| c.kept_level.as_deref().or(c.final_level.as_deref()))
             .and_then(level_of),
         auto_anchor_ratio: auto.and_then(|c| c.anchor_ratio),
         auto_others: Vec::new(),
@@ -724,6 +724,29 @@ mod tests {
         let r = recall(&path, "r:7443").unwrap();
         assert!((r.rate_gbps - 0.030).abs() < 1e-12, "{r:?}");
         assert_eq!(r.auto_level, Some(9));
+    }
+
+    /// What a session of `auto` keeps is the level it says to keep (the best it measured),
+    /// not the one in force at its end; a report without one (an older sender's) keeps the
+    /// level in force at its end.
+    #[test]
+    fn the_kept_level_is_remembered_not_the_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("paths.json");
+        let ended = |kept: Option<&str>| {
+            let mut r = session(1000.0, 1_600_000, 15_000_000, Some(4_800_000));
+            if let Some(c) = r.compression.as_mut() {
+                c.policy = "auto".into();
+                c.final_level = Some("zstd:15".into());
+                c.kept_level = kept.map(String::from);
+                c.anchor_ratio = Some(0.58);
+            }
+            r
+        };
+        remember(&path, "r:7443", &ended(Some("zstd:6")), None);
+        assert_eq!(recall(&path, "r:7443").unwrap().auto_level, Some(6));
+        remember(&path, "r:7443", &ended(None), None);
+        assert_eq!(recall(&path, "r:7443").unwrap().auto_level, Some(15));
     }
 
     /// Sessions of `auto` on other data keep their levels beside the last one's: a sender

@@ -117,6 +117,15 @@ impl Policy {
         }
     }
 
+    /// The level the next session to this receiver should start at (`auto`: see
+    /// [`Auto::level_to_keep`]; the others: the level in force).
+    pub fn level_to_keep(&self) -> Option<Codec> {
+        match self {
+            Policy::Auto(a) => a.level_to_keep(),
+            _ => self.current(),
+        }
+    }
+
     /// What `auto`'s anchor level made of this session's data (see [`Auto::anchor_ratio`]).
     pub fn anchor_ratio(&self) -> Option<f64> {
         match self {

@@ -513,6 +513,7 @@ impl Compressor {
         let mut r = s.report.clone();
         r.link_mbit = s.policy.link_rate().map(|b| b * 8e-6);
         r.final_level = s.current.map(|c| c.to_string());
+        r.kept_level = s.policy.level_to_keep().map(|c| c.to_string());
         r.anchor_ratio = s.policy.anchor_ratio();
         r
     }
