@@ -41,7 +41,7 @@ fn manifest(doc: u32, segments: usize) -> Vec<u8> {
     payload.push(n as u8);
     payload.extend_from_slice(&[1, 1]); // both kinds' order
     payload.resize(payload.len() + segments / 4, 0xff);
-    if segments % 4 > 0 {
+    if !segments.is_multiple_of(4) {
         payload.push(0xffu8 << (8 - 2 * (segments % 4)));
     }
     payload.extend_from_slice(&[1, 4]);

@@ -364,7 +364,8 @@ mod tests {
     fn check_runs(runs: &[u32], per_frame: usize, order: &[bool]) {
         let mut expected = Vec::new();
         // Per stream, its frames: the (offset, range of `expected`) of their runs.
-        let mut frames: [Vec<Vec<(u64, std::ops::Range<usize>)>>; 2] = [Vec::new(), Vec::new()];
+        type Frame = Vec<(u64, std::ops::Range<usize>)>;
+        let mut frames: [Vec<Frame>; 2] = [Vec::new(), Vec::new()];
         for (i, &len) in runs.iter().enumerate() {
             let at = expected.len();
             expected.extend((0..len).map(|j| b'a' + ((i * 7 + j as usize) % 26) as u8));
