@@ -242,7 +242,7 @@ pub struct CompressionReport {
     /// best of the levels this session measured; `null`: raw).
     #[serde(default)]
     pub kept_level: Option<String>,
-    /// The level `auto` started at because the last session to this receiver ended there
+    /// The level `auto` started at because the last session to this receiver kept it
     /// (`null`: it started as a first session does).
     #[serde(default)]
     pub resumed_level: Option<String>,

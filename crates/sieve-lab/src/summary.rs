@@ -33,13 +33,61 @@ fn strength(f: &Finding) -> f64 {
 /// Write `out/README.md` from the results present in `out`.
 pub(crate) fn write(out: &Path) -> Result<()> {
     let folders = read_folders(out)?;
-    let machine = folders
+    let machines: Vec<(String, Machine)> = folders
         .iter()
-        .find_map(|f| std::fs::read(out.join(&f.name).join("machine.json")).ok())
-        .and_then(|b| serde_json::from_slice::<Machine>(&b).ok());
-    let mut text = render(&folders, machine.as_ref())?;
+        .filter_map(|f| {
+            let bytes = std::fs::read(out.join(&f.name).join("machine.json")).ok()?;
+            let m = serde_json::from_slice::<Machine>(&bytes).ok()?;
+            Some((f.name.clone(), m))
+        })
+        .collect();
+    let (machine, others) = machines_of(&machines);
+    let mut text = render(&folders, machine, &others)?;
     text.push_str(&stale_section(&stale_folders(out)?));
     std::fs::write(out.join("README.md"), text).context("cannot write README.md")
+}
+
+/// The machine most folders were run on, and a paragraph naming the folders run on another
+/// CPU (empty when all were run on one): results copied in from runs on other machines must
+/// not be read as this machine's.
+fn machines_of(machines: &[(String, Machine)]) -> (Option<&Machine>, String) {
+    let mut cpus: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (folder, m) in machines {
+        match cpus.iter_mut().find(|(cpu, _)| *cpu == m.cpu) {
+            Some((_, names)) => names.push(folder),
+            None => cpus.push((&m.cpu, vec![folder])),
+        }
+    }
+    let Some(main) = cpus
+        .iter()
+        .max_by_key(|(_, names)| names.len())
+        .map(|c| c.0)
+    else {
+        return (None, String::new());
+    };
+    let machine = machines.iter().map(|(_, m)| m).find(|m| m.cpu == main);
+    let others: Vec<String> = cpus
+        .iter()
+        .filter(|(cpu, _)| *cpu != main)
+        .map(|(cpu, names)| {
+            let m = machines.iter().map(|(_, m)| m).find(|m| m.cpu == *cpu);
+            format!(
+                "{} on {}",
+                names.join(", "),
+                m.map_or_else(|| (*cpu).to_string(), Machine::line)
+            )
+        })
+        .collect();
+    let note = if others.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "**Run on another machine** (the machine above ran the other folders; each folder's \
+             `machine.json` and report name its own): {}.",
+            others.join("; ")
+        )
+    };
+    (machine, note)
 }
 
 fn read_folders(out: &Path) -> Result<Vec<Folder>> {
@@ -135,7 +183,7 @@ fn sort_key(name: &str) -> (u8, u32, String) {
     (kind, number, name.to_string())
 }
 
-fn render(folders: &[Folder], machine: Option<&Machine>) -> Result<String> {
+fn render(folders: &[Folder], machine: Option<&Machine>, others: &str) -> Result<String> {
     // The page's totals and its lead are about the sieve against secure-only; AUTO compares
     // `--mode auto` with the faster of the two, and shows only in its own row.
     let all: Vec<&Finding> = folders
@@ -194,6 +242,7 @@ fn render(folders: &[Folder], machine: Option<&Machine>) -> Result<String> {
         json!({
             "machine": machine.map_or("this machine (no machine.json found)".into(), Machine::line),
             "machine_block": machine.map_or(String::new(), Machine::markdown),
+            "other_machines": others,
             "lead_is_loss": lead_is_loss,
             "strongest_win": strongest(Outcome::Wins),
             "strongest_loss": strongest(Outcome::Loses),
@@ -282,6 +331,29 @@ mod tests {
         }
     }
 
+    /// Folders run on another CPU are named with it; one CPU needs no note.
+    #[test]
+    fn folders_from_another_machine_are_named() {
+        let on = |cpu: &str| Machine {
+            cpu: cpu.into(),
+            ..Machine::for_tests()
+        };
+        let one = [("F5.1".to_string(), on("A")), ("F5.2".to_string(), on("A"))];
+        let (m, note) = machines_of(&one);
+        assert_eq!(m.map(|m| m.cpu.as_str()), Some("A"));
+        assert!(note.is_empty());
+        let mixed = [
+            ("F5.1".to_string(), on("A")),
+            ("COMPRESS".to_string(), on("B")),
+            ("F5.2".to_string(), on("A")),
+        ];
+        let (m, note) = machines_of(&mixed);
+        assert_eq!(m.map(|m| m.cpu.as_str()), Some("A"));
+        assert!(note.contains("COMPRESS on B, "), "{note}");
+        assert!(!note.contains("F5.1"), "{note}");
+        assert_eq!(machines_of(&[]).0, None);
+    }
+
     /// The summary leads with what the data support most strongly, whichever way it goes.
     #[test]
     fn leads_with_the_strongest_finding_losses_included() {
@@ -294,6 +366,7 @@ mod tests {
                 folder("F5.7", vec![finding("F5.7", 10.0, 30.0)]),
             ],
             None,
+            "",
         )
         .unwrap();
         let lead = text.split("## Where").next().unwrap();
@@ -307,7 +380,12 @@ mod tests {
             "{text}"
         );
 
-        let text = render(&[folder("F5.7", vec![finding("F5.7", 50.0, 70.0)])], None).unwrap();
+        let text = render(
+            &[folder("F5.7", vec![finding("F5.7", 50.0, 70.0)])],
+            None,
+            "",
+        )
+        .unwrap();
         let lead = text.split("## Where").next().unwrap();
         assert!(
             lead.contains("is faster than") && !lead.contains("slower"),
@@ -322,6 +400,7 @@ mod tests {
                 folder(auto, vec![finding(auto, -90.0, -80.0)]),
             ],
             None,
+            "",
         )
         .unwrap();
         let lead = text.split("## Where").next().unwrap();

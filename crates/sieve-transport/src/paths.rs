@@ -9,12 +9,13 @@
 //! has no record: the model then weighs what each mode can lose over the rates the path may
 //! have (`CostModel::unmeasured` in the core).
 //!
-//! For `--compress auto` it keeps the level the last session that ran it to a receiver ended
-//! at, and what zstd 1 made of that session's first frame, so that the next one starts there
-//! for data alike instead of climbing from zstd 1 (see `Auto::resume` in the core). A few
-//! earlier sessions' levels for other data are kept beside it, so that a sender that
-//! alternates kinds of documents (logs, then the documentation) starts each where the last
-//! session with data like it ended ([`PathRecord::auto_start`]).
+//! For `--compress auto` it keeps the best level the last session that ran it to a receiver
+//! measured (`Auto::level_to_keep` in the core), and what zstd 1 made of that session's first
+//! frame, so that the next one starts there for data alike instead of climbing from zstd 1
+//! (see `Auto::resume` in the core). A few earlier sessions' levels for other data are kept
+//! beside it, so that a sender that alternates kinds of documents (logs, then the
+//! documentation) starts each where the last session with data like it left off
+//! ([`PathRecord::auto_start`]).
 //!
 //! It also keeps where each receiver's plain port was, so that the next session opens its
 //! plain connections while channel 0's TLS handshake runs (or while its documents are
@@ -35,10 +36,11 @@ use serde::{Deserialize, Serialize};
 use sieve_core::compress::{Codec, Compression, Encoded, Encoder};
 use sieve_core::report::SessionReport;
 
-/// Where `auto` ended a session, and for what data.
+/// The level a session of `auto` kept (see `Auto::level_to_keep` in the core), and for what
+/// data.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AutoStart {
-    /// The zstd level it ended at.
+    /// The zstd level it kept.
     pub level: i32,
     /// What zstd 1 made of that session's first cleartext frame (compressed / plain).
     pub anchor_ratio: f64,
@@ -387,7 +389,7 @@ fn record_of(report: &SessionReport) -> Option<PathRecord> {
         compresses,
         seen: now(),
         auto_level: auto
-            .and_then(|c| c.kept_level.as_deref().or(c.final_level.as_deref()))
+            .and_then(|c| c.kept_level.as_deref())
             .and_then(level_of),
         auto_anchor_ratio: auto.and_then(|c| c.anchor_ratio),
         auto_others: Vec::new(),
@@ -624,18 +626,18 @@ mod tests {
         assert_eq!(recall_plain(&path, "r:7443"), None);
     }
 
-    /// The level `auto` ended at is kept from sessions that ran `auto`, forgotten when one
-    /// ended raw, and left alone by sessions with another policy; a file from before it was
-    /// kept still reads.
+    /// The level `auto` kept is kept from sessions that ran `auto`, forgotten when one kept
+    /// none (raw was best), and left alone by sessions with another policy; a file from before
+    /// it was kept still reads.
     #[test]
-    fn the_level_auto_ended_at_is_kept_from_auto_sessions_only() {
+    fn the_level_auto_kept_is_kept_from_auto_sessions_only() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("paths.json");
         let with = |policy: &str, level: Option<&str>| {
             let mut r = session(1000.0, 3_000_000, 27_000_000, Some(9_000_000));
             if let Some(c) = r.compression.as_mut() {
                 c.policy = policy.into();
-                c.final_level = level.map(String::from);
+                c.kept_level = level.map(String::from);
                 c.anchor_ratio = Some(0.25);
             }
             r
@@ -697,7 +699,7 @@ mod tests {
             let mut r = session(470.0, 420_000, 3_774_884, Some(160_000));
             if let Some(c) = r.compression.as_mut() {
                 c.policy = policy.into();
-                c.final_level = Some("zstd:9".into());
+                c.kept_level = Some("zstd:9".into());
                 c.anchor_ratio = Some(0.04);
             }
             r
@@ -727,8 +729,7 @@ mod tests {
     }
 
     /// What a session of `auto` keeps is the level it says to keep (the best it measured),
-    /// not the one in force at its end; a report without one (an older sender's) keeps the
-    /// level in force at its end.
+    /// not the one in force at its end; none where sending raw was best.
     #[test]
     fn the_kept_level_is_remembered_not_the_last() {
         let dir = tempfile::tempdir().unwrap();
@@ -746,7 +747,7 @@ mod tests {
         remember(&path, "r:7443", &ended(Some("zstd:6")), None);
         assert_eq!(recall(&path, "r:7443").unwrap().auto_level, Some(6));
         remember(&path, "r:7443", &ended(None), None);
-        assert_eq!(recall(&path, "r:7443").unwrap().auto_level, Some(15));
+        assert_eq!(recall(&path, "r:7443").unwrap().auto_level, None);
     }
 
     /// Sessions of `auto` on other data keep their levels beside the last one's: a sender
@@ -760,7 +761,7 @@ mod tests {
             let mut r = session(1000.0, 3_000_000, 27_000_000, Some(9_000_000));
             if let Some(c) = r.compression.as_mut() {
                 c.policy = "auto".into();
-                c.final_level = Some(level.into());
+                c.kept_level = Some(level.into());
                 c.anchor_ratio = Some(anchor);
             }
             r
@@ -841,12 +842,12 @@ mod tests {
             let mut r = session(1000.0, 3_000_000, 27_000_000, Some(9_000_000));
             if let Some(c) = r.compression.as_mut() {
                 c.policy = "auto".into();
-                c.final_level = Some(format!("zstd:{level}"));
+                c.kept_level = Some(format!("zstd:{level}"));
                 c.anchor_ratio = Some(anchor);
             }
             r
         };
-        // (first-frame anchor ratio, level its session ended at), in the laboratory's order.
+        // (first-frame anchor ratio, level its session kept), in the laboratory's order.
         let crates = (0.254, 15);
         let docs = (0.042, 1);
         let prose = (0.355, 9);

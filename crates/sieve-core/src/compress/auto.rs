@@ -377,7 +377,8 @@ impl Auto {
         }
     }
 
-    /// Start at `codec`, the level the last session to the same receiver ended at, instead of
+    /// Start at `codec`, the level the last session to the same receiver kept
+    /// ([`Auto::level_to_keep`]), instead of
     /// [`AutoConfig::start`], on every core once the data are found alike (see
     /// `Auto::unconfirmed`). Only before anything was measured, and only for a
     /// candidate level; the anchor stays [`AutoConfig::start`], so the remembered level is

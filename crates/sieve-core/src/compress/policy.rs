@@ -109,7 +109,7 @@ impl Policy {
         }
     }
 
-    /// Start `auto` at `codec`, the level the last session to the same receiver ended at (see
+    /// Start `auto` at `codec`, the level the last session to the same receiver kept (see
     /// [`Auto::resume`]); the other policies start as they always do.
     pub fn resume(&mut self, codec: Codec, anchor_ratio: Option<f64>) {
         if let Policy::Auto(a) = self {

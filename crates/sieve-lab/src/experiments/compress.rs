@@ -215,7 +215,7 @@ const AUTO_FIRST: &str = "sieve auto, first session";
 /// The sieve's variants: secure-only, off, auto, ACCENT, the fixed levels; and `auto` once
 /// more with a path memory of its own, emptied before every session (`cold`), so that it starts
 /// as a first session to the receiver does. The other variants share the user's cache, in which
-/// `auto` resumes at the level its last session to the receiver ended at: the one before it in
+/// `auto` resumes at the level its last session to the receiver kept: the one before it in
 /// this experiment, on the same link (the corpus may differ).
 fn variants(quick: bool, cold: &Path) -> Vec<(String, SendOptions)> {
     let levels: &[&str] = if quick {

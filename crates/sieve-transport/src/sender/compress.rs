@@ -192,7 +192,7 @@ impl Compressor {
     /// decompression speed, the sockets whose drain measures the link (those of `link_kind`, and
     /// `shared`, the other kind's when they go to the same address: see [`LinkMonitor`]),
     /// for ACCENT a sample of the cleartext for its Phase 1 profile, whether the receiver is
-    /// on this host, and for `auto` the level the last session to this receiver ended at
+    /// on this host, and for `auto` the level the last session to this receiver kept
     /// (`resume`, see [`sieve_core::compress::Auto::resume`]).
     ///
     /// `auto` does not compress for a receiver on this host. There the "link" is memory and the
@@ -722,7 +722,7 @@ mod tests {
         assert!(local(Compression::Fixed(Codec::zstd(1).unwrap())).active(Kind::Plain));
     }
 
-    /// `auto` starts at the level the last session to this receiver ended at, says so in the
+    /// `auto` starts at the level the last session to this receiver kept, says so in the
     /// report, and still measures it against the anchor; other policies, a receiver on this
     /// host and one that refused compressed cleartext ignore it.
     #[test]

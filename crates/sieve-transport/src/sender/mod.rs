@@ -818,7 +818,7 @@ fn session_for(cfg: &SendConfig, mode: Mode, sources: &[Source], macs: MacOffer)
 /// what the receiver accepted, its decompression speed, the sockets that measure the link
 /// (plain ones, or in secure-only mode the secure ones), a sample of the cleartext for ACCENT's
 /// profile, whether the receiver is on this host (`auto` then stays off), and for `auto` the
-/// level its last session to this receiver ended at ([`crate::paths`]), chosen by what zstd 1
+/// level its last session to this receiver kept ([`crate::paths`]), chosen by what zstd 1
 /// makes of the first cleartext (`sample_share`, if `--mode auto` measured it already).
 async fn compressor(
     cfg: &SendConfig,
