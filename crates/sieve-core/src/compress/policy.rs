@@ -189,6 +189,16 @@ impl Policy {
         }
     }
 
+    /// How many frames may be planned ahead of the one being written: as many as may be
+    /// compressing, except while `auto` waits for a resumed level's data check (see
+    /// [`Auto::check_out`]), when none is.
+    pub fn ahead(&self) -> u32 {
+        match self {
+            Policy::Auto(a) if a.check_out() => 0,
+            _ => self.workers().max(1),
+        }
+    }
+
     /// Most plain bytes the next frame at `codec` should hold (`None`: the transport's chunk).
     /// Only `auto` cuts its frames (see [`Auto::frame_limit`]); a fixed level and ACCENT compress
     /// whole chunks, as the user or the paper chose.
@@ -285,6 +295,28 @@ mod tests {
         assert_eq!(auto.current(), Some(Codec::zstd(1).unwrap()));
         // ACCENT without its profile cannot choose: off.
         assert!(!Policy::new(Compression::Accent, 2, None).may_compress());
+    }
+
+    /// Frames planned ahead: one per worker, none while `auto` waits for a resumed level's
+    /// data check.
+    #[test]
+    fn nothing_is_planned_ahead_of_a_data_check() {
+        let z9 = Codec::zstd(9).unwrap();
+        let fixed = Policy::new(Compression::Fixed(z9), 2, None);
+        assert_eq!(fixed.ahead(), 2);
+        let mut auto = Policy::new(Compression::Auto, 2, None);
+        auto.resume(z9, Some(0.58));
+        assert_eq!(auto.ahead(), 1, "one core until the check");
+        assert_eq!(auto.next_frame(4 << 20).codec, Some(z9));
+        assert_eq!(auto.ahead(), 0, "the check frame is out");
+        let sample = |level: i32, ratio: f64, cpu_s: f64| CompressSample {
+            codec: Codec::zstd(level).unwrap(),
+            plain: 256 << 10,
+            compressed: (f64::from(256 << 10) * ratio) as u64,
+            cpu_s,
+        };
+        auto.observe_pair(sample(9, 0.62, 0.004), sample(1, 0.58, 0.0006));
+        assert_eq!(auto.ahead(), 2, "alike: every core");
     }
 
     /// ACCENT through the policy: a slow link (TD = 50 MB/s) picks the strong level, and a

@@ -289,13 +289,12 @@ impl Compressor {
                 .unwrap_or(false)
     }
 
-    /// Frames that may be compressing at once on one channel.
-    pub(super) fn workers(&self) -> usize {
+    /// Frames one channel may plan ahead of the one it writes ([`Policy::ahead`]).
+    pub(super) fn ahead(&self) -> usize {
         self.state
             .lock()
-            .map(|s| s.policy.workers() as usize)
+            .map(|s| s.policy.ahead() as usize)
             .unwrap_or(1)
-            .max(1)
     }
 
     /// Raw or a level for the next frame of `kind`, `len` bytes. Ends the quantum first if it

@@ -93,8 +93,8 @@ impl Shared {
         let mut done = false;
         loop {
             // Cut frames ahead while the pipeline has room: one being written, plus as many
-            // compressing as the policy has workers.
-            while !done && queue.len() <= comp.workers() {
+            // compressing as the policy has workers (none while `auto` waits for a check).
+            while !done && queue.len() <= comp.ahead() {
                 if at.piece.is_none_or(|p| at.off >= p.offset + p.len) {
                     let next = self.sm()?.next_piece(ch);
                     let Some(a) = next else {
