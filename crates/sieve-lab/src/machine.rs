@@ -22,6 +22,19 @@ const FLAGS: [(&str, &str); 4] = [
     ("vpclmulqdq", "vector carry-less multiply"),
 ];
 
+/// The CPU as a report names it: the model name, then family and model numbers.
+///
+/// Why the numbers: virtual machines often show a generic model name ("Intel(R) Xeon(R)
+/// Processor") for quite different processors, and two runs compared as if from one machine
+/// must not be.
+fn cpu_name(name: Option<&str>, family: Option<&str>, model: Option<&str>) -> String {
+    let name = name.unwrap_or("unknown CPU");
+    match (family, model) {
+        (Some(f), Some(m)) => format!("{name} (family {f}, model {m})"),
+        _ => name.to_string(),
+    }
+}
+
 /// Facts about this machine and speeds measured on it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub(crate) struct Machine {
@@ -66,8 +79,8 @@ impl Machine {
         let field = |name: &str| {
             cpuinfo
                 .lines()
-                .find(|l| l.starts_with(name))
-                .and_then(|l| l.split_once(':'))
+                .filter_map(|l| l.split_once(':'))
+                .find(|(k, _)| k.trim() == name)
                 .map(|(_, v)| v.trim().to_string())
         };
         let have: Vec<String> = field("flags")
@@ -86,7 +99,11 @@ impl Machine {
             .unwrap_or(0.0);
         let speeds = measure_speeds(quick);
         Machine {
-            cpu: field("model name").unwrap_or_else(|| "unknown CPU".into()),
+            cpu: cpu_name(
+                field("model name").as_deref(),
+                field("cpu family").as_deref(),
+                field("model").as_deref(),
+            ),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             ram_gib: mem_kib / 1_048_576.0,
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -215,6 +232,17 @@ fn best_of_three(bytes: usize, mut pass: impl FnMut()) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two processors behind one generic model name are told apart by their numbers.
+    #[test]
+    fn the_cpu_is_named_with_family_and_model() {
+        let a = cpu_name(Some("Intel(R) Xeon(R) Processor"), Some("6"), Some("167"));
+        let b = cpu_name(Some("Intel(R) Xeon(R) Processor"), Some("6"), Some("207"));
+        assert_eq!(a, "Intel(R) Xeon(R) Processor (family 6, model 167)");
+        assert_ne!(a, b);
+        assert_eq!(cpu_name(Some("ARMv8"), None, None), "ARMv8");
+        assert_eq!(cpu_name(None, None, None), "unknown CPU");
+    }
 
     #[test]
     fn facts_and_speeds_are_read() {
