@@ -419,6 +419,19 @@ impl Compressor {
         }
         let outgoing = r?;
         let len = main.compressed as usize;
+        // What the policy learns of each frame, for `RUST_LOG=sieve_transport=trace`: which
+        // level a frame went at, what it made of it and how fast, is what explains a choice.
+        tracing::trace!(
+            doc,
+            offset,
+            level = %codec,
+            plain = main.plain,
+            compressed = main.compressed,
+            mb_per_s = main.plain as f64 / main.cpu_s.max(1e-9) * 1e-6,
+            sent_compressed = outgoing,
+            anchor_compressed = paired.map(|(a, _)| a.compressed),
+            "frame compressed"
+        );
         {
             let mut s = self.state()?;
             if kind == self.link_kind {
