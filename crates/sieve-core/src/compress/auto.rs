@@ -313,7 +313,7 @@ pub struct Auto {
     /// The anchor's ratio on the first frame of this session compressed at it.
     first_anchor: Option<f64>,
     /// Frames handed out at the resumed level while its data check was still to come (see
-    /// [`Auto::unconfirmed`]).
+    /// `Auto::unconfirmed`).
     checking: u32,
     /// A resumed level found alike, and how many of the frames planned at it before the check
     /// are still to arrive: they were cut to the check's size, so what they make of the data
@@ -419,7 +419,7 @@ impl Auto {
             // A strong level is remembered because the link was slower than it: it needs every
             // core to keep even that link busy. The first decision that knows the link trims it.
             // Until the first paired frame says the data are alike, one core, on small frames
-            // (see [`Auto::unconfirmed`]).
+            // (see `Auto::unconfirmed`).
             workers: if self.resumed.is_some() {
                 1
             } else {
@@ -445,7 +445,7 @@ impl Auto {
     }
 
     /// Whether a frame at the resumed level is out for the data check (see
-    /// [`Auto::unconfirmed`]): until its result is in, the transport plans no further frame.
+    /// `Auto::unconfirmed`): until its result is in, the transport plans no further frame.
     ///
     /// Why: a frame planned meanwhile is planned blind. Cut to [`EXPLORE_FRAME`] in case the
     /// data differ, it costs data alike a frame boundary: random letters repeat a megabyte
@@ -736,7 +736,7 @@ impl Auto {
 
     /// (C_L per core, R_L) of level `i`: measured, or the profile scaled to measured levels:
     /// its speed to the level measured last, by their quotient; its ratio to the nearest level
-    /// whose ratio is measured ([`Auto::ratio_reference`]), by the quotient of what they save,
+    /// whose ratio is measured (`Auto::ratio_reference`), by the quotient of what they save,
     /// 1 − R, so that data which does not compress at one level is expected not to compress at
     /// any.
     ///
