@@ -1141,6 +1141,15 @@ mod tests {
         }
     }
 
+    /// Where zstd `level` stands among `a`'s candidates.
+    fn index(a: &Auto, level: i32) -> usize {
+        a.cfg
+            .levels
+            .iter()
+            .position(|&c| c.level() == level)
+            .expect("a candidate level")
+    }
+
     fn level(d: Decision) -> Option<i32> {
         d.codec.map(Codec::level)
     }
@@ -1520,13 +1529,8 @@ mod tests {
             sample(1, frame, 0.58, frame as f64 / (600.0 * MB)),
         );
         link(&mut a, 125.0 * MB);
-        a.current = a
-            .cfg
-            .levels
-            .iter()
-            .position(|&c| c == Codec::zstd(3).unwrap());
-        let minus3 = a.cfg.levels.iter().position(|&c| c.level() == -3).unwrap();
-        let (_, ratio) = a.estimate(minus3);
+        a.current = Some(index(&a, 3));
+        let (_, ratio) = a.estimate(index(&a, -3));
         assert!(
             ratio > 0.58,
             "zstd -3 estimated at {ratio}, better than zstd 1 measured"
@@ -1552,11 +1556,7 @@ mod tests {
             a.observe_compress(sample(level, plain, ratio, plain as f64 / (speed * MB)));
         }
         link(&mut a, 12.2 * MB);
-        a.current = a
-            .cfg
-            .levels
-            .iter()
-            .position(|&c| c == Codec::zstd(6).unwrap());
+        a.current = Some(index(&a, 6));
         assert_eq!(level(a.decide()), Some(6), "{a:?}");
     }
 
@@ -1625,11 +1625,7 @@ mod tests {
             sample(15, 500_000, 0.59, 0.05),
             sample(1, 500_000, 0.58, 0.0015),
         );
-        a.current = a
-            .cfg
-            .levels
-            .iter()
-            .position(|&c| c == Codec::zstd(15).unwrap());
+        a.current = Some(index(&a, 15));
         link(&mut a, 6.75 * MB);
         assert_eq!(a.level_to_keep(), Some(Codec::zstd(6).unwrap()));
         // Where the link outruns every measured level, nothing is kept: raw.
