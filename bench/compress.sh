@@ -176,9 +176,9 @@ socat_tcp() {
 }
 on_link() { ip netns exec "$C" "$@"; }
 
-echo "variant,round,ms,plain_after,bytes" > results.csv
-record() { echo "$1,$2,$3,${4:-},${5:-}" >> results.csv; }
-after() { python3 -c "import json; c=json.load(open('last.json')).get('compression') or {}; print(c.get('plain_after',''))"; }
+echo "variant,round,ms,plain_after,classified_after" > results.csv
+record() { echo "$1,$2,$3,${4:-,}" >> results.csv; }  # ${4}: "plain_after,classified_after"
+after() { python3 -c "import json; c=json.load(open('last.json')).get('compression') or {}; print(f\"{c.get('plain_after','')},{c.get('classified_after','')}\")"; }
 for r in $(seq 1 "$ROUNDS"); do
   record secure-only "$r" "$(on_link bash -c "$(declare -f sieve_send); S=$S; sieve_send $HOST:17443 doc.txt --mode secure-only")"
   for policy in off auto accent zstd:1 zstd:3 zstd:9 zstd:19; do
@@ -199,7 +199,7 @@ python3 - "$(stat -c %s doc.txt)" "$CLASSIFIED" "$RATE" "$LOOP_BYTES" "$CORPUS" 
 import csv, statistics as st, sys
 size, classified, rate, loop = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 rows = list(csv.DictReader(open("results.csv")))
-def col(v, k="ms"): return [float(r[k]) for r in rows if r["variant"] == v and r[k] != ""]
+def col(v, k="ms"): return [float(r[k]) for r in rows if r["variant"] == v and r[k]]
 def med(v, k="ms"): return st.median(col(v, k))
 corpus = sys.argv[5]
 what = "crate sources" if corpus == "crates" else f"`sieve gen --kind {corpus}`"
@@ -214,6 +214,9 @@ for n in names:
     pa = col(n, "plain_after")
     if pa:
         extra = f"  cleartext {st.median(pa)/1e6:6.2f} MB on the wire"
+    ca = col(n, "classified_after")
+    if ca and max(ca) > 0:
+        extra += f", classified {st.median(ca)/1e6:.2f} MB"
     print(f"{n:30s} {st.median(xs):8.0f} [{min(xs):.0f}..{max(xs):.0f}]{extra}")
 goodput = size / (med("socat TCP") / 1000)
 fixed = {n: med(n) for n in ["sieve zstd:1", "sieve zstd:3", "sieve zstd:9", "sieve zstd:19"]}

@@ -169,15 +169,17 @@ pub struct Args {
     /// never compressed unless --compress-classified.
     #[arg(long, default_value = "auto", value_name = "auto|accent|off|zstd:N")]
     pub compress: Compression,
-    /// Also compress classified bytes inside TLS, each classified segment alone (never in one
-    /// context with any other byte), at the level chosen for the cleartext; segments shorter
-    /// than 4 KiB gain too little alone and go uncompressed. This reveals the
-    /// compressed length of every classified segment: an observer who sees TLS record sizes and
-    /// timing learns how well each segment compresses, which for a secret mixed with data the
-    /// observer can influence or guess is the leak CRIME and BREACH exploit. Use it only for
-    /// classified parts whose compressibility says nothing (keys, random identifiers) or whose
-    /// size is public anyway. The receiver must accept it (sieve serve --accept-compression all,
-    /// the default).
+    /// Also compress classified bytes inside TLS, never in one context with any other byte:
+    /// each classified segment of 4 KiB or more alone, with zstd at the level chosen for the
+    /// cleartext; shorter ones (names, dates, amounts) in runs, in the field code, which codes
+    /// every byte alone with one fixed model (letters and digits in 3-7 bits), so a value's
+    /// code never depends on its neighbours. This reveals compressed lengths: an observer who
+    /// sees TLS record sizes and timing learns how well each long segment compresses, and for a
+    /// run of short ones a weighted count of their letters, digits and other bytes; for a
+    /// secret mixed with data the observer can influence or guess, the first is the leak CRIME
+    /// and BREACH exploit. Use it only for classified parts whose compressibility says nothing
+    /// (keys, random identifiers) or whose size is public anyway. The receiver must accept it
+    /// (sieve serve --accept-compression all, the default).
     #[arg(long)]
     pub compress_classified: bool,
     /// INSECURE, for the laboratory only: open the secure channels with one of the thesis's

@@ -84,8 +84,13 @@ fn bench(c: &mut Criterion) {
                 let mut out = Vec::new();
                 g.bench_function(format!("zstd{level}"), |b| {
                     b.iter(|| {
-                        dec.decompress_into(black_box(&packed[..len]), FRAME as u64, &mut out)
-                            .unwrap()
+                        dec.decompress_into(
+                            codec.into(),
+                            black_box(&packed[..len]),
+                            FRAME as u64,
+                            &mut out,
+                        )
+                        .unwrap()
                     })
                 });
                 g.finish();

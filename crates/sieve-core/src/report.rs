@@ -222,7 +222,8 @@ pub struct CompressionReport {
     pub classified_before: u64,
     /// Classified bytes after.
     pub classified_after: u64,
-    /// Frames per level, "raw" for frames sent uncompressed.
+    /// Frames per level ("zstd:N"), "fields" for runs of short classified values in the field
+    /// code (`--compress-classified`), "raw" for frames sent uncompressed.
     pub levels: BTreeMap<String, LevelCount>,
     /// Times the policy changed the level (or turned compression on or off).
     pub switches: u64,

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use sieve_core::batch::BatchSplit;
-use sieve_core::compress::Codec;
+use sieve_core::compress::{Codec, FrameCodec};
 use sieve_core::frame::{self, FrameError, FrameType, Limits, HEADER_LEN};
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::mac::{MacAlg, MacOffer, OfferError};
@@ -214,8 +214,12 @@ fn data() -> impl Strategy<Value = Data> {
         })
 }
 
-fn codec() -> impl Strategy<Value = Codec> {
-    prop_oneof![-7i32..=-1, 1i32..=22].prop_map(|l| Codec::zstd(l).expect("a valid level"))
+fn codec() -> impl Strategy<Value = FrameCodec> {
+    prop_oneof![
+        10 => prop_oneof![-7i32..=-1, 1i32..=22]
+            .prop_map(|l| FrameCodec::Zstd(Codec::zstd(l).expect("a valid level"))),
+        1 => Just(FrameCodec::Fields),
+    ]
 }
 
 fn zdata() -> impl Strategy<Value = ZData> {
@@ -385,7 +389,7 @@ proptest! {
 
     #[test]
     fn zdata_with_a_bad_codec_is_refused(z in zdata(), bad in any::<u8>()) {
-        prop_assume!(Codec::from_byte(bad).is_err());
+        prop_assume!(FrameCodec::from_byte(bad).is_err());
         let mut payload = encoded(&Message::ZData(z)).split_off(HEADER_LEN);
         payload[ZDATA_PREFIX_LEN - 1] = bad;
         prop_assert_eq!(

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
+use sieve_core::compress::FrameCodec;
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::ledger::{Ledger, UnitTag};
 use sieve_core::message::{
@@ -453,7 +454,7 @@ fn compressed_frames_need_agreement_and_classified_ones_one_segment() {
     announce(&mut s, manifest()).unwrap();
     assert_eq!(s.compression(), CompressFlags::NONE);
     assert_eq!(
-        s.compressed(Kind::Plain, 0, 0, 10),
+        s.compressed(Kind::Plain, z3(), 0, 0, 10),
         Err(ProtocolError::CompressionRefused { kind: Kind::Plain })
     );
     // Offered both, the receiver accepts plain only.
@@ -466,24 +467,38 @@ fn compressed_frames_need_agreement_and_classified_ones_one_segment() {
     let mut s = ReceiverSession::new(h, only_plain, pool.clone()).unwrap();
     announce(&mut s, manifest()).unwrap();
     assert_eq!(s.compression(), CompressFlags::PLAIN);
-    assert_eq!(s.compressed(Kind::Plain, 0, 0, 26), Ok(()));
+    assert_eq!(s.compressed(Kind::Plain, z3(), 0, 0, 26), Ok(()));
     assert_eq!(
-        s.compressed(Kind::Secure, 0, 0, 6),
+        s.compressed(Kind::Secure, z3(), 0, 0, 6),
         Err(ProtocolError::CompressionRefused { kind: Kind::Secure })
     );
     // Both accepted: a classified frame within one segment passes, across two it does not.
     let mut s = ReceiverSession::new(h, limits(), pool).unwrap();
     announce(&mut s, manifest()).unwrap();
     assert_eq!(s.compression(), CompressFlags::ALL);
-    assert_eq!(s.compressed(Kind::Secure, 0, 0, 6), Ok(()));
-    assert_eq!(s.compressed(Kind::Secure, 0, 6, 3), Ok(()));
-    assert_eq!(s.compressed(Kind::Secure, 0, 2, 3), Ok(()));
+    assert_eq!(s.compressed(Kind::Secure, z3(), 0, 0, 6), Ok(()));
+    assert_eq!(s.compressed(Kind::Secure, z3(), 0, 6, 3), Ok(()));
+    assert_eq!(s.compressed(Kind::Secure, z3(), 0, 2, 3), Ok(()));
     assert_eq!(
-        s.compressed(Kind::Secure, 0, 4, 4),
+        s.compressed(Kind::Secure, z3(), 0, 4, 4),
         Err(ProtocolError::SegmentsMixed { offset: 4, len: 4 })
     );
     assert!(matches!(
-        s.compressed(Kind::Secure, 0, 8, 4),
+        s.compressed(Kind::Secure, z3(), 0, 8, 4),
+        Err(ProtocolError::OutOfStream(_))
+    ));
+    // In the field code, which codes every byte alone, a frame may hold several segments; it
+    // must still lie within the stream.
+    assert_eq!(
+        s.compressed(Kind::Secure, FrameCodec::Fields, 0, 4, 4),
+        Ok(())
+    );
+    assert_eq!(
+        s.compressed(Kind::Secure, FrameCodec::Fields, 0, 0, 9),
+        Ok(())
+    );
+    assert!(matches!(
+        s.compressed(Kind::Secure, FrameCodec::Fields, 0, 8, 4),
         Err(ProtocolError::OutOfStream(_))
     ));
     // A whole plain stream in one compressed frame: one tag covers all of it.
@@ -688,4 +703,8 @@ fn secure_only_sessions_and_joins() {
     assert!(
         matches!(s.poll_action(), Some(Action::Ack { ack: a, .. }) if a.message.contains("secure-only"))
     );
+}
+
+fn z3() -> FrameCodec {
+    FrameCodec::Zstd(sieve_core::compress::Codec::zstd(3).unwrap())
 }

@@ -6,8 +6,10 @@
 //! receiver measures its decompression speed per level, which is the receiver's half of ACCENT's
 //! floating scale (seed 004, FSCN phase 3), and it reports the level histogram of a session.
 //!
-//! Every other value (0, -128..=-8, 23..=127) is reserved for other codecs and refused, so a
-//! receiver never guesses how to decode a frame.
+//! One more value names a codec that is not zstd: `0x40`, the field code ([`super::fields`]),
+//! which classified frames use for runs of values too short for zstd (`--compress-classified`).
+//! A frame's codec byte is read as a [`FrameCodec`]. Every other value (0, -128..=-8, 23..=63,
+//! 65..=127) is reserved and refused, so a receiver never guesses how to decode a frame.
 
 use std::fmt;
 
@@ -60,9 +62,86 @@ impl fmt::Display for Codec {
     }
 }
 
+/// What a compressed frame's codec byte names: zstd at a level (any stream), or the field code
+/// (classified runs of short values, see [`super::fields`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FrameCodec {
+    /// zstd at this level.
+    Zstd(Codec),
+    /// The field code: each byte coded alone with one fixed model.
+    Fields,
+}
+
+/// A codec byte that names no codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("codec byte {0:#04x} names no codec this protocol carries")]
+pub struct UnknownCodec(pub u8);
+
+impl FrameCodec {
+    /// The wire byte of [`FrameCodec::Fields`].
+    pub const FIELDS_BYTE: u8 = 0x40;
+
+    /// The codec a wire byte names.
+    pub fn from_byte(b: u8) -> Result<FrameCodec, UnknownCodec> {
+        if b == Self::FIELDS_BYTE {
+            return Ok(FrameCodec::Fields);
+        }
+        Codec::from_byte(b)
+            .map(FrameCodec::Zstd)
+            .map_err(|_| UnknownCodec(b))
+    }
+
+    /// The wire byte.
+    pub fn byte(self) -> u8 {
+        match self {
+            FrameCodec::Zstd(c) => c.byte(),
+            FrameCodec::Fields => Self::FIELDS_BYTE,
+        }
+    }
+
+    /// The zstd level, if zstd.
+    pub fn zstd(self) -> Option<Codec> {
+        match self {
+            FrameCodec::Zstd(c) => Some(c),
+            FrameCodec::Fields => None,
+        }
+    }
+}
+
+impl From<Codec> for FrameCodec {
+    fn from(c: Codec) -> FrameCodec {
+        FrameCodec::Zstd(c)
+    }
+}
+
+impl fmt::Display for FrameCodec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameCodec::Zstd(c) => c.fmt(f),
+            FrameCodec::Fields => f.write_str("fields"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_byte_is_one_frame_codec_or_refused() {
+        let mut accepted = 0;
+        for b in 0..=255u8 {
+            if let Ok(c) = FrameCodec::from_byte(b) {
+                accepted += 1;
+                assert_eq!(c.byte(), b);
+                assert_eq!(c.zstd().is_some(), Codec::from_byte(b).is_ok());
+            }
+        }
+        assert_eq!(accepted, 7 + 22 + 1);
+        assert_eq!(FrameCodec::from_byte(0x40), Ok(FrameCodec::Fields));
+        assert_eq!(FrameCodec::Fields.to_string(), "fields");
+        assert_eq!(FrameCodec::from_byte(0), Err(UnknownCodec(0)));
+    }
 
     #[test]
     fn every_byte_is_a_level_or_refused() {

@@ -11,7 +11,11 @@
 //! size must be the declared length, and libzstd writes into a slice of exactly the declared
 //! length: it cannot produce one byte more, whatever the input. libzstd's one-shot decoder keeps
 //! no window of its own (the output is the window), so its working memory is a fixed context of
-//! about 160 KiB, whatever the frame claims.
+//! about 160 KiB, whatever the frame claims. A frame in the field code ([`super::fields`]) is
+//! decoded into the same slice of exactly the declared length, after a check that its length
+//! can hold that many bytes at all.
+
+use super::codec::FrameCodec;
 
 /// Why a compressed frame was refused. Every case fails the document, as a tampered plain frame
 /// does.
@@ -64,7 +68,8 @@ pub enum DecompressError {
     },
 }
 
-/// A zstd decompressor for plain frames, kept across frames.
+/// A decompressor for compressed frames (zstd, or the field code of [`super::fields`]), kept
+/// across frames.
 pub struct Decoder {
     dctx: zstd::bulk::Decompressor<'static>,
     max_len: usize,
@@ -92,8 +97,13 @@ impl Decoder {
     }
 
     /// Check what can be checked before any output is allocated: the declared length against the
-    /// limit, and the zstd header against the declared length.
-    pub fn check(&self, compressed: &[u8], declared: u64) -> Result<usize, DecompressError> {
+    /// limit, and the zstd header (or the field code's length) against the declared length.
+    pub fn check(
+        &self,
+        codec: FrameCodec,
+        compressed: &[u8],
+        declared: u64,
+    ) -> Result<usize, DecompressError> {
         if declared == 0 {
             return Err(DecompressError::Empty);
         }
@@ -104,6 +114,19 @@ impl Decoder {
                 declared,
                 max: self.max_len,
             })?;
+        if codec == FrameCodec::Fields {
+            // The field code spends at least 3.4 bits on a byte (its likeliest, the space, has
+            // probability 387/4096): a frame claiming more than that allows is refused before
+            // its output is allocated. A word of slack covers the coder's rounding.
+            let bits = (compressed.len() as u64 + 2) * 8;
+            if bits < declared.saturating_mul(3) {
+                return Err(DecompressError::Corrupt(format!(
+                    "a field-coded frame of {} bytes cannot hold {declared} bytes",
+                    compressed.len()
+                )));
+            }
+            return Ok(declared_len);
+        }
         match zstd::zstd_safe::get_frame_content_size(compressed) {
             Err(_) => return Err(DecompressError::NotZstd("no valid zstd frame header")),
             Ok(None) => return Err(DecompressError::NoContentSize),
@@ -128,11 +151,12 @@ impl Decoder {
     /// `out` is reused: a buffer that already held a frame this large is not zeroed again.
     pub fn decompress_into(
         &mut self,
+        codec: FrameCodec,
         compressed: &[u8],
         declared: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), DecompressError> {
-        let result = self.decode(compressed, declared, out);
+        let result = self.decode(codec, compressed, declared, out);
         if result.is_err() {
             out.clear();
         }
@@ -141,15 +165,19 @@ impl Decoder {
 
     fn decode(
         &mut self,
+        codec: FrameCodec,
         compressed: &[u8],
         declared: u64,
         out: &mut Vec<u8>,
     ) -> Result<(), DecompressError> {
-        let n = self.check(compressed, declared)?;
+        let n = self.check(codec, compressed, declared)?;
         if out.len() < n {
             out.resize(n, 0);
         } else {
             out.truncate(n);
+        }
+        if codec == FrameCodec::Fields {
+            return super::fields::decode(compressed, &mut out[..n]);
         }
         // A slice of exactly `n` bytes: libzstd cannot write past it.
         let got = self
@@ -164,16 +192,25 @@ impl Decoder {
 }
 
 /// Decompress one frame into a new buffer (tests, tools; the receiver keeps a [`Decoder`]).
-pub fn decompress(compressed: &[u8], declared: u64) -> Result<Vec<u8>, DecompressError> {
+pub fn decompress(
+    codec: FrameCodec,
+    compressed: &[u8],
+    declared: u64,
+) -> Result<Vec<u8>, DecompressError> {
     let max = usize::try_from(declared).unwrap_or(usize::MAX);
     let mut out = Vec::new();
-    Decoder::new(max)?.decompress_into(compressed, declared, &mut out)?;
+    Decoder::new(max)?.decompress_into(codec, compressed, declared, &mut out)?;
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// zstd, at whatever level: the decoder does not need it.
+    fn zs() -> FrameCodec {
+        FrameCodec::Zstd(super::super::Codec::zstd(3).unwrap())
+    }
 
     fn zstd_frame(plain: &[u8], level: i32) -> Vec<u8> {
         zstd::bulk::compress(plain, level).unwrap()
@@ -184,11 +221,11 @@ mod tests {
         let mut d = Decoder::new(1 << 20).unwrap();
         let mut out = vec![7u8; 10];
         let a = b"abcabcabcabcabcabcabc".repeat(50);
-        d.decompress_into(&zstd_frame(&a, 3), a.len() as u64, &mut out)
+        d.decompress_into(zs(), &zstd_frame(&a, 3), a.len() as u64, &mut out)
             .unwrap();
         assert_eq!(out, a);
         let b = b"xyz".repeat(7);
-        d.decompress_into(&zstd_frame(&b, 1), b.len() as u64, &mut out)
+        d.decompress_into(zs(), &zstd_frame(&b, 1), b.len() as u64, &mut out)
             .unwrap();
         assert_eq!(out, b);
     }
@@ -201,11 +238,11 @@ mod tests {
         let mut d = Decoder::new(plain.len()).unwrap();
         let mut out = Vec::new();
         assert_eq!(
-            d.decompress_into(&z, 0, &mut out),
+            d.decompress_into(zs(), &z, 0, &mut out),
             Err(DecompressError::Empty)
         );
         assert_eq!(
-            d.decompress_into(&z, n + 1, &mut out),
+            d.decompress_into(zs(), &z, n + 1, &mut out),
             Err(DecompressError::TooLarge {
                 declared: n + 1,
                 max: plain.len()
@@ -213,24 +250,24 @@ mod tests {
         );
         let mut big = Decoder::new(1 << 20).unwrap();
         assert_eq!(
-            big.decompress_into(&z, n - 1, &mut out),
+            big.decompress_into(zs(), &z, n - 1, &mut out),
             Err(DecompressError::SizeMismatch {
                 declared: n - 1,
                 frame: n
             })
         );
         assert!(matches!(
-            d.decompress_into(b"not zstd at all", n, &mut out),
+            d.decompress_into(zs(), b"not zstd at all", n, &mut out),
             Err(DecompressError::NotZstd(_))
         ));
         let mut trailing = z.clone();
         trailing.extend_from_slice(&z);
         assert_eq!(
-            d.decompress_into(&trailing, n, &mut out),
+            d.decompress_into(zs(), &trailing, n, &mut out),
             Err(DecompressError::TrailingBytes { extra: z.len() })
         );
         assert!(matches!(
-            d.decompress_into(&z[..z.len() - 1], n, &mut out),
+            d.decompress_into(zs(), &z[..z.len() - 1], n, &mut out),
             Err(DecompressError::NotZstd(_))
         ));
         // A frame without a content size (streaming encoders write such frames).
@@ -239,12 +276,50 @@ mod tests {
         std::io::Write::write_all(&mut e, &plain).unwrap();
         let no_size = e.finish().unwrap();
         assert_eq!(
-            d.decompress_into(&no_size, n, &mut out),
+            d.decompress_into(zs(), &no_size, n, &mut out),
             Err(DecompressError::NoContentSize)
         );
         assert!(out.is_empty());
         // The good frame still decodes after all that.
-        d.decompress_into(&z, n, &mut out).unwrap();
+        d.decompress_into(zs(), &z, n, &mut out).unwrap();
         assert_eq!(out, plain);
+    }
+
+    #[test]
+    fn field_coded_frames_decode_to_their_declared_length_or_are_refused() {
+        let plain = b"Mary Clark 2024-01-19 1.83 AT30 9696 7656 7873 8872 57 ".repeat(20);
+        let n = plain.len() as u64;
+        let mut packed = Vec::new();
+        super::super::fields::encode(&plain, &mut packed);
+        let mut d = Decoder::new(plain.len()).unwrap();
+        let mut out = vec![1u8; 3];
+        let f = FrameCodec::Fields;
+        d.decompress_into(f, &packed, n, &mut out).unwrap();
+        assert_eq!(out, plain);
+        // A zstd frame is not field-coded, nor the other way round.
+        assert!(d.decompress_into(zs(), &packed, n, &mut out).is_err());
+        assert!(out.is_empty());
+        // Claiming more than the length can code is refused before decoding.
+        let big = Decoder::new(1 << 20).unwrap();
+        assert!(matches!(
+            big.check(f, &packed, n * 4),
+            Err(DecompressError::Corrupt(_))
+        ));
+        // Too large, empty and corrupt, as for zstd.
+        assert_eq!(
+            d.decompress_into(f, &packed, n + 1, &mut out),
+            Err(DecompressError::TooLarge {
+                declared: n + 1,
+                max: plain.len()
+            })
+        );
+        assert_eq!(
+            d.decompress_into(f, &packed, 0, &mut out),
+            Err(DecompressError::Empty)
+        );
+        assert!(d
+            .decompress_into(f, &packed[..packed.len() - 1], n, &mut out)
+            .is_err());
+        assert!(out.is_empty());
     }
 }

@@ -13,7 +13,8 @@
 //!
 //! | idea | file |
 //! |---|---|
-//! | the codec byte: zstd and its level | [`codec`] |
+//! | the codec byte: zstd and its level, or the field code | [`codec`] |
+//! | classified values too short for zstd, each byte coded alone (`--compress-classified`) | [`fields`] |
 //! | one frame compressed alone, raw when it does not shrink by 5 % | [`encoder`] |
 //! | one frame decompressed, never past its declared length | [`decoder`] |
 //! | the frame on the wire | [`crate::message::ZData`] |
@@ -46,6 +47,7 @@ pub mod choice;
 pub mod codec;
 pub mod decoder;
 pub mod encoder;
+pub mod fields;
 pub mod fscn;
 pub mod policy;
 pub mod ttsc;
@@ -53,7 +55,7 @@ pub mod ttsc;
 pub use accent::Accent;
 pub use auto::{Auto, AutoConfig};
 pub use choice::{BadCompression, Compression};
-pub use codec::{BadLevel, Codec};
+pub use codec::{BadLevel, Codec, FrameCodec, UnknownCodec};
 pub use decoder::{decompress, Decoder, DecompressError};
-pub use encoder::{CompressError, Encoded, Encoder, RAW_ABOVE_RATIO};
+pub use encoder::{shrinks, CompressError, Encoded, Encoder, RAW_ABOVE_RATIO};
 pub use policy::{Policy, Quantum};

@@ -25,8 +25,10 @@ use crate::split::Split;
 /// of them, with its decompression speed ([`super::CompressFlags`], [`super::ZData`]); a
 /// manifest's placement is checked as it is parsed, and runs shorter than 16 KiB share a tag
 /// within their 256 KiB block. 6: a manifest writes its segment lengths in Exp-Golomb codes, one
-/// order per kind ([`super::golomb`]), instead of varints.
-pub const PROTOCOL_VERSION: u16 = 6;
+/// order per kind ([`super::golomb`]), instead of varints. 7: a compressed frame's codec byte may
+/// name the field code (`0x40`, [`crate::compress::FrameCodec::Fields`]), in which a sender with
+/// `--compress-classified` codes runs of short classified values.
+pub const PROTOCOL_VERSION: u16 = 7;
 
 /// Most TLS channels (channel 0 included) a session may ask for.
 pub const MAX_SECURE_CHANNELS: u8 = 16;

@@ -12,7 +12,8 @@
 //! - `declared_len`: bytes the run decompresses to. The receiver reserves that much against its
 //!   memory budget, and the decoder refuses to produce a byte more or less
 //!   ([`crate::compress::Decoder`]).
-//! - `codec`: compressor and level ([`crate::compress::Codec`]); unknown values are refused here.
+//! - `codec`: zstd and its level, or the field code ([`crate::compress::FrameCodec`]); unknown
+//!   values are refused here.
 //!
 //! What the MAC binds: the whole payload as it travels, these 17 bytes and the compressed bytes.
 //! The receiver takes the tag before it decompresses anything and records it for the frame's
@@ -22,7 +23,7 @@
 
 use super::wire::Reader;
 use super::{write_frame, MessageError};
-use crate::compress::Codec;
+use crate::compress::FrameCodec;
 use crate::frame::{self, FrameType, Limits, HEADER_LEN};
 
 /// Bytes of a `ZData` payload before the compressed bytes: `doc`, `offset`, `declared_len`,
@@ -41,7 +42,7 @@ pub struct ZData {
     /// Bytes the run decompresses to.
     pub declared_len: u32,
     /// How it was compressed.
-    pub codec: Codec,
+    pub codec: FrameCodec,
     /// The compressed bytes.
     pub compressed: Vec<u8>,
 }
@@ -56,7 +57,7 @@ pub struct ZDataRef<'a> {
     /// Bytes the run decompresses to.
     pub declared_len: u32,
     /// How it was compressed.
-    pub codec: Codec,
+    pub codec: FrameCodec,
     /// The compressed bytes.
     pub compressed: &'a [u8],
 }
@@ -72,7 +73,7 @@ impl ZData {
         doc: u32,
         offset: u64,
         declared_len: u32,
-        codec: Codec,
+        codec: FrameCodec,
         compressed_len: usize,
     ) -> [u8; ZDATA_HEADER_LEN] {
         let payload_len = compressed_len
@@ -112,7 +113,7 @@ impl ZData {
     }
 }
 
-fn prefix(doc: u32, offset: u64, declared_len: u32, codec: Codec) -> [u8; ZDATA_PREFIX_LEN] {
+fn prefix(doc: u32, offset: u64, declared_len: u32, codec: FrameCodec) -> [u8; ZDATA_PREFIX_LEN] {
     let mut p = [0u8; ZDATA_PREFIX_LEN];
     p[..4].copy_from_slice(&doc.to_be_bytes());
     p[4..12].copy_from_slice(&offset.to_be_bytes());
@@ -129,7 +130,7 @@ impl<'a> ZDataRef<'a> {
         let offset = r.u64("offset")?;
         let declared_len = r.u32("declared_len")?;
         let byte = r.u8("codec")?;
-        let codec = Codec::from_byte(byte).map_err(|_| r.unknown("codec", byte))?;
+        let codec = FrameCodec::from_byte(byte).map_err(|_| r.unknown("codec", byte))?;
         let compressed = r.take(r.remaining(), "compressed")?;
         r.finish()?;
         Ok(ZDataRef {
@@ -179,7 +180,7 @@ mod tests {
 
     #[test]
     fn header_then_bytes_is_the_encoded_frame() {
-        let codec = Codec::zstd(-3).unwrap();
+        let codec = FrameCodec::from(crate::compress::Codec::zstd(-3).unwrap());
         let z = ZDataRef {
             doc: 2,
             offset: 1 << 33,

@@ -5,6 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::compress::FrameCodec;
 use crate::ledger::{LedgerError, UnitTag};
 use crate::message::{Ack, AckStatus, CompressFlags, DocEnd, DocRef, Hello, HelloRefusal, Mode};
 use crate::name;
@@ -96,18 +97,21 @@ impl ReceiverSession {
         self.compression
     }
 
-    /// A compressed frame of `kind` arrived for `doc`, declaring `declared_len` bytes at stream
-    /// `offset`: may it be decompressed? Call before decompressing; then hand the decompressed
-    /// bytes to [`ReceiverSession::data`] as usual (a plain frame with the one tag of what
-    /// travelled).
+    /// A compressed frame of `kind` in `codec` arrived for `doc`, declaring `declared_len` bytes
+    /// at stream `offset`: may it be decompressed? Call before decompressing; then hand the
+    /// decompressed bytes to [`ReceiverSession::data`] as usual (a plain frame with the one tag
+    /// of what travelled).
     ///
-    /// Refused: a kind of compressed frame the session did not agree to, and a classified frame
-    /// whose bytes belong to more than one classified segment (each segment is compressed alone,
-    /// so that no compression context holds two secrets). A frame of a document that is not
-    /// being received passes: [`ReceiverSession::data`] then says what becomes of it.
+    /// Refused: a kind of compressed frame the session did not agree to, and a classified zstd
+    /// frame whose bytes belong to more than one classified segment (each segment is compressed
+    /// alone, so that no compression context holds two secrets). A frame in the field code may
+    /// hold several: it has no context, every byte is coded alone
+    /// ([`crate::compress::fields`]). A frame of a document that is not being received passes:
+    /// [`ReceiverSession::data`] then says what becomes of it.
     pub fn compressed(
         &self,
         kind: Kind,
+        codec: FrameCodec,
         doc: u32,
         offset: u64,
         declared_len: u64,
@@ -120,7 +124,7 @@ impl ReceiverSession {
                 let mut runs = 0u32;
                 d.placement
                     .place(kind, offset, declared_len, |_, _, _| runs += 1)?;
-                if runs > 1 {
+                if runs > 1 && codec != FrameCodec::Fields {
                     return Err(ProtocolError::SegmentsMixed {
                         offset,
                         len: declared_len,

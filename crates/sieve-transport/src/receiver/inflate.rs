@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use sieve_core::compress::{Codec, Decoder, DecompressError, Encoded, Encoder};
+use sieve_core::compress::{Codec, Decoder, DecompressError, Encoded, Encoder, FrameCodec};
 use sieve_core::corpus::DocKind;
 
 use crate::conn::{BudgetError, FrameBudget, Reservation, RETAIN_BUFFER};
@@ -33,16 +33,18 @@ impl Inflate {
         })
     }
 
-    /// Decompress `compressed`, which declares `declared` bytes: the exact bytes, or why not.
+    /// Decompress `compressed`, in `codec`, which declares `declared` bytes: the exact bytes, or
+    /// why not.
     /// Waits for budget memory if the buffer must grow (failing like a frame would, with
     /// [`BudgetError::Exhausted`], after the budget's wait); the frame's own checks
     /// ([`Decoder::check`]) come first, so a frame that claims too much costs nothing.
     pub(super) async fn inflate(
         &mut self,
+        codec: FrameCodec,
         compressed: &[u8],
         declared: u64,
     ) -> Result<Result<&[u8], DecompressError>, BudgetError> {
-        let n = match self.decoder.check(compressed, declared) {
+        let n = match self.decoder.check(codec, compressed, declared) {
             Ok(n) => n,
             Err(e) => return Ok(Err(e)),
         };
@@ -56,7 +58,7 @@ impl Inflate {
         }
         let r = self
             .decoder
-            .decompress_into(compressed, declared, &mut self.out);
+            .decompress_into(codec, compressed, declared, &mut self.out);
         Ok(r.map(|()| &self.out[..]))
     }
 
@@ -89,11 +91,12 @@ fn measure() -> Option<u32> {
         return None;
     };
     let mut d = Decoder::new(sample.len()).ok()?;
+    let codec = FrameCodec::Zstd(Codec::zstd(3).ok()?);
     let mut out = Vec::new();
     let mut best = Duration::MAX;
     for _ in 0..5 {
         let t = thread_cpu_time();
-        d.decompress_into(&packed, sample.len() as u64, &mut out)
+        d.decompress_into(codec, &packed, sample.len() as u64, &mut out)
             .ok()?;
         best = best.min(thread_cpu_time().saturating_sub(t));
     }
@@ -108,6 +111,10 @@ fn measure() -> Option<u32> {
 mod tests {
     use super::*;
     use crate::conn::BufferStats;
+
+    fn z3() -> FrameCodec {
+        FrameCodec::Zstd(Codec::zstd(3).unwrap())
+    }
 
     #[test]
     fn the_speed_is_measured() {
@@ -137,7 +144,11 @@ mod tests {
         let text = b"sieve ".repeat(1 << 20);
         let z = pack(&text, 3);
         // 6 MiB declared: charged, decompressed exactly.
-        let got = inf.inflate(&z, text.len() as u64).await.unwrap().unwrap();
+        let got = inf
+            .inflate(z3(), &z, text.len() as u64)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(got, &text[..]);
         assert!(stats.bytes.load(std::sync::atomic::Ordering::Relaxed) >= text.len() as u64);
         // Larger than what is kept between frames: given back.
@@ -145,14 +156,14 @@ mod tests {
         assert_eq!(stats.bytes.load(std::sync::atomic::Ordering::Relaxed), 0);
         // A frame that lies about its length costs no memory.
         assert!(matches!(
-            inf.inflate(&z, 10 << 20).await.unwrap(),
+            inf.inflate(z3(), &z, 10 << 20).await.unwrap(),
             Err(DecompressError::SizeMismatch { .. })
         ));
         assert_eq!(stats.bytes.load(std::sync::atomic::Ordering::Relaxed), 0);
         // More than the budget holds: refused after the wait.
         let big = b"x".repeat(9 << 20);
         let zb = pack(&big, 1);
-        let e = inf.inflate(&zb, big.len() as u64).await.unwrap_err();
+        let e = inf.inflate(z3(), &zb, big.len() as u64).await.unwrap_err();
         assert!(matches!(e, BudgetError::Exhausted(_)), "{e:#}");
     }
 }

@@ -305,7 +305,8 @@ impl Session {
         if self.lookup(z.doc).await?.is_none() {
             return Ok(());
         }
-        self.sm().compressed(kind, z.doc, z.offset, declared)?;
+        self.sm()
+            .compressed(kind, z.codec, z.doc, z.offset, declared)?;
         let tags: Vec<UnitTag> = match kind {
             Kind::Plain => vec![(
                 z.offset,
@@ -326,7 +327,7 @@ impl Session {
             )?),
         };
         let inflated = inf
-            .inflate(z.compressed, declared)
+            .inflate(z.codec, z.compressed, declared)
             .await
             .map_err(|e| self.budget_failed(e))?;
         let bytes = match inflated {

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Result};
 use sieve_core::compress::accent::{Phase1, SchemeProfile, SenderQuantum};
 use sieve_core::compress::auto::CompressSample;
-use sieve_core::compress::{Codec, Compression, Encoded, Encoder, Policy, Quantum};
+use sieve_core::compress::{
+    fields, shrinks, Codec, Compression, Encoded, Encoder, FrameCodec, Policy, Quantum,
+};
 use sieve_core::frame::HEADER_LEN;
 use sieve_core::message::{CompressFlags, Mode, ZData, ZDATA_HEADER_LEN, ZDATA_PREFIX_LEN};
 use sieve_core::report::CompressionReport;
@@ -153,7 +155,7 @@ pub(super) enum Outgoing {
 pub(super) struct ZFrame {
     /// The frame's bytes: [`ZDATA_HEADER_LEN`] of header and prefix, then the compressed bytes.
     pub bytes: Vec<u8>,
-    pub codec: Codec,
+    pub codec: FrameCodec,
 }
 
 impl ZFrame {
@@ -450,7 +452,69 @@ impl Compressor {
             self.give_back(out);
             return Ok(Outgoing::Raw);
         }
-        // The frame: header and prefix in front of the compressed bytes.
+        Ok(Outgoing::Z(self.frame(
+            doc,
+            offset,
+            declared,
+            codec.into(),
+            out,
+            len,
+        )))
+    }
+
+    /// [`Compressor::compress`] or [`Compressor::code_fields`], as `codec` says.
+    pub(super) fn encode(
+        &self,
+        kind: Kind,
+        doc: u32,
+        offset: u64,
+        bytes: &[u8],
+        codec: FrameCodec,
+    ) -> Result<Outgoing> {
+        match codec {
+            FrameCodec::Zstd(c) => self.compress(kind, doc, offset, bytes, c),
+            FrameCodec::Fields => self.code_fields(doc, offset, bytes),
+        }
+    }
+
+    /// Code `bytes`, a run of short classified segments of `doc` at `offset` in its classified
+    /// stream, in the field code ([`fields`]: each byte alone, one fixed model), or say it does
+    /// not shrink. The policy learns nothing from it: its level is for the cleartext, and this
+    /// code has none.
+    pub(super) fn code_fields(&self, doc: u32, offset: u64, bytes: &[u8]) -> Result<Outgoing> {
+        let declared = u32::try_from(bytes.len())
+            .map_err(|_| anyhow!("internal error: a frame longer than 4 GiB"))?;
+        let cpu0 = thread_cpu_time();
+        let mut out = self.buffer();
+        fields::encode(bytes, &mut out);
+        let cpu = thread_cpu_time().saturating_sub(cpu0).as_secs_f64();
+        self.state()?.report.compress_cpu_ms += cpu * 1e3;
+        let len = out.len();
+        if !shrinks(bytes.len(), len) {
+            self.give_back(out);
+            return Ok(Outgoing::Raw);
+        }
+        Ok(Outgoing::Z(self.frame(
+            doc,
+            offset,
+            declared,
+            FrameCodec::Fields,
+            out,
+            len,
+        )))
+    }
+
+    /// The whole `ZData` frame: header and prefix in front of the first `len` bytes of `out`
+    /// (given back to the pool).
+    fn frame(
+        &self,
+        doc: u32,
+        offset: u64,
+        declared: u32,
+        codec: FrameCodec,
+        out: Vec<u8>,
+        len: usize,
+    ) -> ZFrame {
         let mut frame = self.buffer();
         frame.reserve(ZDATA_HEADER_LEN + len);
         frame.extend_from_slice(&ZData::encode_header(doc, offset, declared, codec, len));
@@ -458,10 +522,10 @@ impl Compressor {
         self.give_back(out);
         debug_assert_eq!(frame.len(), ZDATA_HEADER_LEN + len);
         debug_assert!(frame.len() - HEADER_LEN >= ZDATA_PREFIX_LEN);
-        Ok(Outgoing::Z(ZFrame {
+        ZFrame {
             bytes: frame,
             codec,
-        }))
+        }
     }
 
     /// A buffer from the pool (buffers of 4 MiB frames are kept rather than returned to the
@@ -488,7 +552,7 @@ impl Compressor {
 
     /// A frame of `kind` went out: `before` bytes of the stream as `after` bytes of payload,
     /// at `codec` (`None`: raw).
-    pub(super) fn sent(&self, kind: Kind, codec: Option<Codec>, before: u64, after: u64) {
+    pub(super) fn sent(&self, kind: Kind, codec: Option<FrameCodec>, before: u64, after: u64) {
         let Ok(mut s) = self.state.lock() else {
             return;
         };
@@ -618,7 +682,7 @@ mod tests {
             let Outgoing::Z(z) = c.compress(Kind::Plain, 0, 0, &bytes, z3).unwrap() else {
                 panic!("text shrinks");
             };
-            assert_eq!(z.codec, z3, "frame {k}");
+            assert_eq!(z.codec, FrameCodec::Zstd(z3), "frame {k}");
         }
         assert_eq!(pair(&c), None);
         assert!(c.report().compress_cpu_ms > 0.0);
@@ -660,7 +724,8 @@ mod tests {
             (zd.doc, zd.offset, zd.declared_len),
             (4, 1 << 20, bytes.len() as u32)
         );
-        let back = sieve_core::compress::decompress(zd.compressed, bytes.len() as u64).unwrap();
+        let back =
+            sieve_core::compress::decompress(zd.codec, zd.compressed, bytes.len() as u64).unwrap();
         assert_eq!(back, bytes);
         c.sent(
             Kind::Plain,
@@ -684,6 +749,42 @@ mod tests {
             .collect();
         assert!(matches!(
             c.compress(Kind::Plain, 0, 0, &noise, Codec::zstd(3).unwrap())
+                .unwrap(),
+            Outgoing::Raw
+        ));
+    }
+
+    /// A run of short classified values goes in the field code, in a frame that decodes to it
+    /// and is counted under "fields"; bytes the code cannot shrink go raw.
+    #[test]
+    fn short_classified_values_are_field_coded() {
+        let c = compressor(Compression::Fixed(Codec::zstd(3).unwrap()));
+        let values = b"Mary Clark2024-01-191.83AT30 9696 7656 7873 8872 57".repeat(50);
+        let Outgoing::Z(z) = c
+            .encode(Kind::Secure, 2, 77, &values, FrameCodec::Fields)
+            .unwrap()
+        else {
+            panic!("values did not shrink")
+        };
+        assert_eq!(z.codec, FrameCodec::Fields);
+        let zd = ZDataRef::parse(z.payload()).unwrap();
+        assert_eq!((zd.doc, zd.offset, zd.codec), (2, 77, FrameCodec::Fields));
+        assert!(zd.compressed.len() < values.len() * 8 / 10);
+        let back =
+            sieve_core::compress::decompress(zd.codec, zd.compressed, values.len() as u64).unwrap();
+        assert_eq!(back, values);
+        c.sent(
+            Kind::Secure,
+            Some(z.codec),
+            values.len() as u64,
+            z.payload().len() as u64,
+        );
+        let r = c.report();
+        assert_eq!(r.levels["fields"].frames, 1);
+        assert!(r.classified_after < r.classified_before);
+        let binary: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
+        assert!(matches!(
+            c.encode(Kind::Secure, 2, 0, &binary, FrameCodec::Fields)
                 .unwrap(),
             Outgoing::Raw
         ));

@@ -8,27 +8,30 @@
 //! says so; frames leave in the order they were cut. Classified frames are cut at the end of
 //! every classified segment, so that each compressed classified frame holds bytes of one segment
 //! only, compressed alone (`--compress-classified`); a run of classified segments each shorter
-//! than [`ALONE_MIN`] goes raw in one frame instead (see there).
+//! than [`ALONE_MIN`] goes in one frame instead, in the field code, which codes every byte alone
+//! with a fixed model ([`sieve_core::compress::fields`]), or raw if that does not shrink it.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Result};
+use sieve_core::compress::FrameCodec;
 use sieve_core::{Kind, Piece};
 use tokio::task::JoinHandle;
 
 use crate::conn::FrameWriter;
 
 use super::channel::{Release, Shared};
-use super::compress::{Compressor, Outgoing, Plan};
+use super::compress::{Compressor, Outgoing};
 
-/// Classified segments shorter than this are not compressed (`--compress-classified`): a run of
-/// them, one after the other in the stream, goes raw in one frame. Each compressed classified
-/// frame must hold one segment alone, so compressing short ones would cost a frame, a
-/// compression and a worker's round trip per value (32 MiB of generated prose whose classified
-/// values average 15 bytes took 21 s on a 100 Mbit/s link, against 1.3 s without), and zstd
-/// gains little on a few hundred bytes compressed alone.
+/// Classified segments shorter than this are not compressed by zstd (`--compress-classified`): a
+/// run of them, one after the other in the stream, goes in one frame in the field code. Each
+/// zstd frame of classified bytes must hold one segment alone, so zstd on short ones would cost a
+/// frame, a compression and a worker's round trip per value (32 MiB of generated prose whose
+/// classified values average 15 bytes took 21 s on a 100 Mbit/s link, against 1.3 s without), and
+/// zstd gains little on a few hundred bytes compressed alone; the field code, which has no
+/// context to share, codes a whole run of them in one frame.
 const ALONE_MIN: u64 = 4 << 10;
 
 /// Frames of at most this many bytes are compressed on the channel's task instead of a worker:
@@ -146,18 +149,20 @@ impl Shared {
                         n = n.min(first.unwrap_or(n as u64) as usize);
                     }
                 }
-                let plan = if short_run {
-                    Plan {
-                        codec: None,
-                        limit: None,
-                    }
-                } else {
-                    comp.plan(kind, n)?
-                };
+                let plan = comp.plan(kind, n)?;
                 if let Some(limit) = plan.limit {
                     n = n.min(limit);
                 }
-                let item = match plan.codec {
+                // A run of short classified segments is never zstd's (it would share a context):
+                // it goes in the field code, which codes every byte alone.
+                let codec = plan.codec.map(|c| {
+                    if short_run {
+                        FrameCodec::Fields
+                    } else {
+                        FrameCodec::Zstd(c)
+                    }
+                });
+                let item = match codec {
                     None => Pending::Raw {
                         doc: piece.doc,
                         off: at.off,
@@ -183,7 +188,7 @@ impl Shared {
                         }
                         let (doc, off) = (piece.doc, at.off);
                         if n <= INLINE_MAX {
-                            let outgoing = comp.compress(kind, doc, off, &input, codec);
+                            let outgoing = comp.encode(kind, doc, off, &input, codec);
                             Pending::Done {
                                 doc,
                                 off,
@@ -193,7 +198,7 @@ impl Shared {
                         } else {
                             let c = comp.clone();
                             let job = tokio::task::spawn_blocking(move || {
-                                let r = c.compress(kind, doc, off, &input, codec);
+                                let r = c.encode(kind, doc, off, &input, codec);
                                 (input, r)
                             });
                             Pending::Job { doc, off, n, job }
