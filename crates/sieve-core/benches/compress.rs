@@ -6,6 +6,11 @@
 //! * `decompress/{kind}/zstd{level}`: [`Decoder::decompress_into`] of that frame, the receiver's
 //!   cost (throughput in plain bytes out).
 //!
+//! * `fields/{kind}/encode` and `fields/{kind}/decode`: the field code
+//!   ([`sieve_core::compress::fields`]) on 1 MiB of the classified values of a `kind` document
+//!   at P = 0.1, as `--compress-classified` codes runs of short values (throughput in plain
+//!   bytes; the coded size is printed first).
+//!
 //! The frame is the cleartext of a document at P = 0.1 (the classified bytes taken out, as the
 //! plain channels carry it), 4 MiB, the size of the sender's cleartext chunks on large
 //! documents. The compressed size of each is printed once before its benchmarks, so one run
@@ -19,7 +24,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use sieve_core::compress::{Codec, Decoder, Encoded, Encoder};
+use sieve_core::compress::{fields, Codec, Decoder, Encoded, Encoder, FrameCodec};
 use sieve_core::corpus::{self, DocKind};
 
 const FRAME: usize = 4 << 20;
@@ -42,6 +47,59 @@ fn plain_stream(kind: DocKind) -> Vec<u8> {
     plain.truncate(FRAME);
     assert_eq!(plain.len(), FRAME, "{kind}: not enough cleartext");
     plain
+}
+
+/// 1 MiB of the classified stream of a `kind` document at P = 0.1 (its values one after the
+/// other, as the secure channels carry them).
+fn classified_stream(kind: DocKind) -> Vec<u8> {
+    const N: usize = 1 << 20;
+    let mut doc = Vec::new();
+    let mut ranges = Vec::new();
+    corpus::write(kind, 16 << 20, 0.1, 1, false, &mut doc, |r| ranges.push(r))
+        .expect("writing to memory cannot fail");
+    let mut classified = Vec::with_capacity(N);
+    for r in ranges {
+        classified.extend_from_slice(&doc[r.start as usize..r.end as usize]);
+    }
+    classified.truncate(N);
+    assert_eq!(classified.len(), N, "{kind}: not enough classified bytes");
+    classified
+}
+
+fn bench_fields(c: &mut Criterion) {
+    for kind in DocKind::ALL {
+        let values = classified_stream(kind);
+        let mut packed = Vec::new();
+        fields::encode(&values, &mut packed);
+        eprintln!(
+            "ratio {kind} fields: {} / {} = {:.3}",
+            packed.len(),
+            values.len(),
+            packed.len() as f64 / values.len() as f64
+        );
+        let mut g = c.benchmark_group(format!("fields/{kind}"));
+        g.throughput(Throughput::Bytes(values.len() as u64));
+        g.sample_size(20);
+        g.warm_up_time(Duration::from_secs(1));
+        g.measurement_time(Duration::from_secs(3));
+        let mut out = Vec::new();
+        g.bench_function("encode", |b| {
+            b.iter(|| fields::encode(black_box(&values), &mut out))
+        });
+        let mut dec = Decoder::new(values.len()).expect("a decoder");
+        g.bench_function("decode", |b| {
+            b.iter(|| {
+                dec.decompress_into(
+                    FrameCodec::Fields,
+                    black_box(&packed),
+                    values.len() as u64,
+                    &mut out,
+                )
+                .unwrap()
+            })
+        });
+        g.finish();
+    }
 }
 
 fn bench(c: &mut Criterion) {
@@ -99,5 +157,5 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+criterion_group!(benches, bench, bench_fields);
 criterion_main!(benches);

@@ -299,6 +299,14 @@ mod tests {
         // A zstd frame is not field-coded, nor the other way round.
         assert!(d.decompress_into(zs(), &packed, n, &mut out).is_err());
         assert!(out.is_empty());
+        // The bound holds for the most compressible input there is: the likeliest byte only.
+        let spaces = vec![b' '; 100_000];
+        let mut coded = Vec::new();
+        super::super::fields::encode(&spaces, &mut coded);
+        let mut d2 = Decoder::new(spaces.len()).unwrap();
+        d2.decompress_into(f, &coded, spaces.len() as u64, &mut out)
+            .unwrap();
+        assert_eq!(out, spaces);
         // Claiming more than the length can code is refused before decoding.
         let big = Decoder::new(1 << 20).unwrap();
         assert!(matches!(
