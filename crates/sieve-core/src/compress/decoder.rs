@@ -307,6 +307,13 @@ mod tests {
         d2.decompress_into(f, &coded, spaces.len() as u64, &mut out)
             .unwrap();
         assert_eq!(out, spaces);
+        // Nor does a run of the least likely symbol at the end escape it (it once coded to
+        // nothing, and the bound then refused an honest frame).
+        let zeros = [&b"Mary Clark"[..], &[0u8; 1000]].concat();
+        super::super::fields::encode(&zeros, &mut coded);
+        d2.decompress_into(f, &coded, zeros.len() as u64, &mut out)
+            .unwrap();
+        assert_eq!(out, zeros);
         // Claiming more than the length can code is refused before decoding.
         let big = Decoder::new(1 << 20).unwrap();
         assert!(matches!(
