@@ -92,9 +92,10 @@ if [ "$CORPUS" = crates ]; then
   [ -d "$REG" ] || { echo "no crate sources in $REG" >&2; exit 1; }
   # Enough sources for the larger document, then both cut from the start.
   find "$REG" -type f \( -name '*.rs' -o -name '*.md' -o -name '*.toml' \) -print0 | sort -z \
-    | xargs -0 cat 2>/dev/null | head -c "$LOOP_BYTES" > sources || true
+    | xargs -0 cat 2>/dev/null | head -c "$(( BYTES > LOOP_BYTES ? BYTES : LOOP_BYTES ))" \
+    > sources || true
   head -c "$BYTES" sources > doc.txt
-  cp sources loop.txt
+  head -c "$LOOP_BYTES" sources > loop.txt
   ranges doc.txt "$P"
   ranges loop.txt "$P"
 else
