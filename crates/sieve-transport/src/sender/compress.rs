@@ -448,18 +448,7 @@ impl Compressor {
             let pair_cpu = paired.map_or(0.0, |(_, c)| c);
             s.report.compress_cpu_ms += (cpu + pair_cpu) * 1e3;
         }
-        if !outgoing {
-            self.give_back(out);
-            return Ok(Outgoing::Raw);
-        }
-        Ok(Outgoing::Z(self.frame(
-            doc,
-            offset,
-            declared,
-            codec.into(),
-            out,
-            len,
-        )))
+        Ok(self.finish((doc, offset, declared), codec.into(), out, len, outgoing))
     }
 
     /// [`Compressor::compress`] or [`Compressor::code_fields`], as `codec` says.
@@ -490,31 +479,31 @@ impl Compressor {
         let cpu = thread_cpu_time().saturating_sub(cpu0).as_secs_f64();
         self.state()?.report.compress_cpu_ms += cpu * 1e3;
         let len = out.len();
-        if !shrinks(bytes.len(), len) {
-            self.give_back(out);
-            return Ok(Outgoing::Raw);
-        }
-        Ok(Outgoing::Z(self.frame(
-            doc,
-            offset,
-            declared,
+        let shrank = shrinks(bytes.len(), len);
+        Ok(self.finish(
+            (doc, offset, declared),
             FrameCodec::Fields,
             out,
             len,
-        )))
+            shrank,
+        ))
     }
 
-    /// The whole `ZData` frame: header and prefix in front of the first `len` bytes of `out`
-    /// (given back to the pool).
-    fn frame(
+    /// What goes out for a frame of `doc` at `offset` declaring `declared` bytes, coded in
+    /// `codec` into the first `len` bytes of `out` (given back to the pool): the whole `ZData`
+    /// frame, header and prefix in front of the coded bytes, if it `shrank`, else raw.
+    fn finish(
         &self,
-        doc: u32,
-        offset: u64,
-        declared: u32,
+        (doc, offset, declared): (u32, u64, u32),
         codec: FrameCodec,
         out: Vec<u8>,
         len: usize,
-    ) -> ZFrame {
+        shrank: bool,
+    ) -> Outgoing {
+        if !shrank {
+            self.give_back(out);
+            return Outgoing::Raw;
+        }
         let mut frame = self.buffer();
         frame.reserve(ZDATA_HEADER_LEN + len);
         frame.extend_from_slice(&ZData::encode_header(doc, offset, declared, codec, len));
@@ -522,10 +511,10 @@ impl Compressor {
         self.give_back(out);
         debug_assert_eq!(frame.len(), ZDATA_HEADER_LEN + len);
         debug_assert!(frame.len() - HEADER_LEN >= ZDATA_PREFIX_LEN);
-        ZFrame {
+        Outgoing::Z(ZFrame {
             bytes: frame,
             codec,
-        }
+        })
     }
 
     /// A buffer from the pool (buffers of 4 MiB frames are kept rather than returned to the
@@ -724,16 +713,7 @@ mod tests {
             (zd.doc, zd.offset, zd.declared_len),
             (4, 1 << 20, bytes.len() as u32)
         );
-        let back =
-            sieve_core::compress::decompress(zd.codec, zd.compressed, bytes.len() as u64).unwrap();
-        assert_eq!(back, bytes);
-        c.sent(
-            Kind::Plain,
-            Some(z.codec),
-            bytes.len() as u64,
-            z.payload().len() as u64,
-        );
-        let r = c.report();
+        let r = decoded_and_counted(&c, Kind::Plain, &z, &bytes);
         assert_eq!(r.levels["zstd:3"].frames, 1);
         assert!(r.bytes_after < r.bytes_before / 10);
         assert!(r.compress_cpu_ms > 0.0);
@@ -754,6 +734,23 @@ mod tests {
         ));
     }
 
+    /// Decode `z`, check that it gives `plain`, count it as sent on `kind`, and return the
+    /// session's report.
+    fn decoded_and_counted(
+        c: &Compressor,
+        kind: Kind,
+        z: &ZFrame,
+        plain: &[u8],
+    ) -> CompressionReport {
+        let zd = ZDataRef::parse(z.payload()).unwrap();
+        let back =
+            sieve_core::compress::decompress(zd.codec, zd.compressed, plain.len() as u64).unwrap();
+        assert_eq!(back, plain);
+        let wire = z.payload().len() as u64;
+        c.sent(kind, Some(z.codec), plain.len() as u64, wire);
+        c.report()
+    }
+
     /// A run of short classified values goes in the field code, in a frame that decodes to it
     /// and is counted under "fields"; bytes the code cannot shrink go raw.
     #[test]
@@ -770,16 +767,7 @@ mod tests {
         let zd = ZDataRef::parse(z.payload()).unwrap();
         assert_eq!((zd.doc, zd.offset, zd.codec), (2, 77, FrameCodec::Fields));
         assert!(zd.compressed.len() < values.len() * 8 / 10);
-        let back =
-            sieve_core::compress::decompress(zd.codec, zd.compressed, values.len() as u64).unwrap();
-        assert_eq!(back, values);
-        c.sent(
-            Kind::Secure,
-            Some(z.codec),
-            values.len() as u64,
-            z.payload().len() as u64,
-        );
-        let r = c.report();
+        let r = decoded_and_counted(&c, Kind::Secure, &z, &values);
         assert_eq!(r.levels["fields"].frames, 1);
         assert!(r.classified_after < r.classified_before);
         let binary: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
