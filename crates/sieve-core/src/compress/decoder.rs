@@ -177,7 +177,8 @@ impl Decoder {
             out.truncate(n);
         }
         if codec == FrameCodec::Fields {
-            return super::fields::decode(compressed, &mut out[..n]);
+            return super::fields::decode(compressed, &mut out[..n])
+                .map_err(|e| DecompressError::Corrupt(e.to_string()));
         }
         // A slice of exactly `n` bytes: libzstd cannot write past it.
         let got = self

@@ -40,7 +40,19 @@ use constriction::stream::model::{
 use constriction::stream::stack::SmallAnsCoder;
 use constriction::stream::Decode;
 
-use super::decoder::DecompressError;
+/// Why a field-coded frame was refused (the decoder reports it as a corrupt frame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FieldsError {
+    /// Words are 16 bits: a frame has an even number of bytes.
+    #[error("a field-coded frame has an odd number of bytes")]
+    OddLength,
+    /// The coder never writes a zero last word.
+    #[error("a field-coded frame ends with a zero word")]
+    ZeroLastWord,
+    /// Words, or state, left once the declared bytes are decoded.
+    #[error("a field-coded frame does not end where its last byte does")]
+    LeftOver,
+}
 
 /// Bits of the model's probabilities: each byte's frequency is a count out of `1 << PRECISION`
 /// (the precision of constriction's "small" models, whose decoding table has that many entries).
@@ -123,20 +135,16 @@ pub fn encode(plain: &[u8], out: &mut Vec<u8>) {
 /// some sequence of bytes. The code authenticates nothing: a changed frame may decode to other
 /// bytes of the same length, which TLS (classified frames) or the plain channel's MAC (which
 /// covers the coded bytes) catches.
-pub fn decode(compressed: &[u8], out: &mut [u8]) -> Result<(), DecompressError> {
+pub fn decode(compressed: &[u8], out: &mut [u8]) -> Result<(), FieldsError> {
     if !compressed.len().is_multiple_of(2) {
-        return Err(DecompressError::Corrupt(
-            "a field-coded frame has an odd number of bytes".into(),
-        ));
+        return Err(FieldsError::OddLength);
     }
     let words: Vec<u16> = compressed
         .chunks_exact(2)
         .map(|w| u16::from_le_bytes([w[0], w[1]]))
         .collect();
     let (_, model) = models();
-    let mut coder = SmallAnsCoder::from_compressed(words).map_err(|_| {
-        DecompressError::Corrupt("a field-coded frame ends with a zero word".into())
-    })?;
+    let mut coder = SmallAnsCoder::from_compressed(words).map_err(|_| FieldsError::ZeroLastWord)?;
     let n = out.len();
     for (slot, sym) in out
         .iter_mut()
@@ -148,9 +156,7 @@ pub fn decode(compressed: &[u8], out: &mut [u8]) -> Result<(), DecompressError> 
     }
     let (rest, state) = coder.into_raw_parts();
     if !rest.is_empty() || state != 1 {
-        return Err(DecompressError::Corrupt(
-            "a field-coded frame does not end where its last byte does".into(),
-        ));
+        return Err(FieldsError::LeftOver);
     }
     Ok(())
 }
@@ -232,16 +238,16 @@ mod tests {
     #[test]
     fn bad_frames_are_refused_not_trusted() {
         let mut out = [0u8; 8];
-        assert!(decode(&[1, 2, 3], &mut out).is_err());
+        assert_eq!(decode(&[1, 2, 3], &mut out), Err(FieldsError::OddLength));
         let mut packed = Vec::new();
         encode(b"Mary Clark", &mut packed);
         // Asked for fewer bytes than it holds: words are left.
         let mut five = [0u8; 5];
-        assert!(decode(&packed, &mut five).is_err(), "words left over");
+        assert_eq!(decode(&packed, &mut five), Err(FieldsError::LeftOver));
         // The coder never ends on a zero word.
         packed.extend_from_slice(&[0, 0]);
         let mut back = [0u8; 10];
-        assert!(decode(&packed, &mut back).is_err(), "a zero last word");
+        assert_eq!(decode(&packed, &mut back), Err(FieldsError::ZeroLastWord));
     }
 
     proptest! {
