@@ -393,8 +393,6 @@ impl Compressor {
         bytes: &[u8],
         codec: Codec,
     ) -> Result<Outgoing> {
-        let declared = u32::try_from(bytes.len())
-            .map_err(|_| anyhow!("internal error: a frame longer than 4 GiB"))?;
         let mut enc = match self.encoders.lock().ok().and_then(|mut e| e.pop()) {
             Some(e) => e,
             None => Encoder::new()?,
@@ -448,7 +446,7 @@ impl Compressor {
             let pair_cpu = paired.map_or(0.0, |(_, c)| c);
             s.report.compress_cpu_ms += (cpu + pair_cpu) * 1e3;
         }
-        Ok(self.finish((doc, offset, declared), codec.into(), out, len, outgoing))
+        self.finish((doc, offset, bytes.len()), codec.into(), out, len, outgoing)
     }
 
     /// [`Compressor::compress`] or [`Compressor::code_fields`], as `codec` says.
@@ -470,9 +468,7 @@ impl Compressor {
     /// stream, in the field code ([`fields`]: each byte alone, one fixed model), or say it does
     /// not shrink. The policy learns nothing from it: its level is for the cleartext, and this
     /// code has none.
-    pub(super) fn code_fields(&self, doc: u32, offset: u64, bytes: &[u8]) -> Result<Outgoing> {
-        let declared = u32::try_from(bytes.len())
-            .map_err(|_| anyhow!("internal error: a frame longer than 4 GiB"))?;
+    fn code_fields(&self, doc: u32, offset: u64, bytes: &[u8]) -> Result<Outgoing> {
         let cpu0 = thread_cpu_time();
         let mut out = self.buffer();
         fields::encode(bytes, &mut out);
@@ -480,30 +476,32 @@ impl Compressor {
         self.state()?.report.compress_cpu_ms += cpu * 1e3;
         let len = out.len();
         let shrank = shrinks(bytes.len(), len);
-        Ok(self.finish(
-            (doc, offset, declared),
+        self.finish(
+            (doc, offset, bytes.len()),
             FrameCodec::Fields,
             out,
             len,
             shrank,
-        ))
+        )
     }
 
-    /// What goes out for a frame of `doc` at `offset` declaring `declared` bytes, coded in
-    /// `codec` into the first `len` bytes of `out` (given back to the pool): the whole `ZData`
-    /// frame, header and prefix in front of the coded bytes, if it `shrank`, else raw.
+    /// What goes out for a frame of `doc` at `offset`, `plain` bytes coded in `codec` into the
+    /// first `len` bytes of `out` (given back to the pool): the whole `ZData` frame, header and
+    /// prefix in front of the coded bytes, if it `shrank`, else raw.
     fn finish(
         &self,
-        (doc, offset, declared): (u32, u64, u32),
+        (doc, offset, plain): (u32, u64, usize),
         codec: FrameCodec,
         out: Vec<u8>,
         len: usize,
         shrank: bool,
-    ) -> Outgoing {
+    ) -> Result<Outgoing> {
         if !shrank {
             self.give_back(out);
-            return Outgoing::Raw;
+            return Ok(Outgoing::Raw);
         }
+        let declared = u32::try_from(plain)
+            .map_err(|_| anyhow!("internal error: a frame longer than 4 GiB"))?;
         let mut frame = self.buffer();
         frame.reserve(ZDATA_HEADER_LEN + len);
         frame.extend_from_slice(&ZData::encode_header(doc, offset, declared, codec, len));
@@ -511,10 +509,10 @@ impl Compressor {
         self.give_back(out);
         debug_assert_eq!(frame.len(), ZDATA_HEADER_LEN + len);
         debug_assert!(frame.len() - HEADER_LEN >= ZDATA_PREFIX_LEN);
-        Outgoing::Z(ZFrame {
+        Ok(Outgoing::Z(ZFrame {
             bytes: frame,
             codec,
-        })
+        }))
     }
 
     /// A buffer from the pool (buffers of 4 MiB frames are kept rather than returned to the
