@@ -17,7 +17,7 @@ use rustix::time::ClockId;
 /// `available_parallelism` reads the cgroup's CPU quota and the affinity mask every time it is
 /// asked (25-70 µs on this project's machines), and a sender asks once per document. A long-lived
 /// receiver, whose cgroup may change, asks the system itself.
-pub(crate) fn cores() -> usize {
+pub fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

@@ -92,17 +92,9 @@ impl Dial {
             Arc::new(SendQueues::default()),
             Arc::new(SendQueues::default()),
         ];
-        // The plain channels need the receiver's plain address, which SESSION gives. A past
-        // session to this receiver gave it too: connecting to it now saves a round trip. No
-        // JOIN goes until SESSION confirms the address.
-        let guess = match (&cfg.path_memory, n_plain) {
-            (Some(file), 1..) => crate::paths::recall_plain(file, &cfg.to),
-            _ => None,
-        };
         // Taken before anything is started: a thread descheduled here must not make the
         // handshake look as if it finished before dialling began.
         let started = Instant::now();
-        let early = connect_early(guess, n_plain, wanted);
         let channel0 = {
             let (cfg, connector, name) = (cfg.clone(), connector.clone(), name.clone());
             let q = (
@@ -118,6 +110,16 @@ impl Dial {
                 })
             })
         };
+        // The plain channels need the receiver's plain address, which SESSION gives. A past
+        // session to this receiver gave it too: connecting to it now saves a round trip. No
+        // JOIN goes until SESSION confirms the address. Read once channel 0's handshake is
+        // under way: the handshake is the longer of the two, and reading and parsing the path
+        // memory took tens of microseconds that it used to wait for.
+        let guess = match (&cfg.path_memory, n_plain) {
+            (Some(file), 1..) => crate::paths::recall_plain(file, &cfg.to),
+            _ => None,
+        };
+        let early = connect_early(guess, n_plain, wanted);
         Ok(Dial {
             channel0: Some(channel0),
             started,
