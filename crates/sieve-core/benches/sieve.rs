@@ -10,7 +10,8 @@ use sieve_core::corpus::DocKind;
 use sieve_core::frame::HEADER_LEN;
 use sieve_core::gen::{write_xp, XpSpec, MB};
 use sieve_core::layout::Kind;
-use sieve_core::marks::MarkConfig;
+use sieve_core::marks::{self, Collector, Counter, MarkConfig};
+use sieve_core::marks_fast::{self, Fast};
 use sieve_core::marks_parallel::{count_parallel_releasing, parse_parallel};
 use sieve_core::message::golomb::LensCode;
 use sieve_core::message::{Doc, DocRef};
@@ -85,6 +86,31 @@ fn dense(c: &mut Criterion) {
         // What `--mode auto` spends on a dense document it then sends secure-only.
         g.bench_with_input(BenchmarkId::new("count", &id), &d, |b, d| {
             b.iter(|| count_parallel_releasing(&cfg, d, 2, 1 << 20, &|_| {}).expect("well marked"))
+        });
+        // One thread, the general parser against the fast pass that the parallel passes now
+        // take for the usual marks: the same events, found by the marks' first byte alone.
+        let fast = Fast::new(&cfg).expect("the default marks take the fast pass");
+        g.bench_with_input(BenchmarkId::new("count-1t-general", &id), &d, |b, d| {
+            b.iter(|| marks::count_all(&cfg, d).expect("well marked"))
+        });
+        g.bench_with_input(BenchmarkId::new("count-1t-fast", &id), &d, |b, d| {
+            b.iter(|| {
+                let mut c = Counter::default();
+                marks_fast::scan(&fast, d, 0, 8 << 20, &mut |ev| c.event(ev), &mut |_| {})
+                    .expect("well marked");
+                c.finish()
+            })
+        });
+        g.bench_with_input(BenchmarkId::new("collect-1t-general", &id), &d, |b, d| {
+            b.iter(|| marks::parse_all(&cfg, d).expect("well marked"))
+        });
+        g.bench_with_input(BenchmarkId::new("collect-1t-fast", &id), &d, |b, d| {
+            b.iter(|| {
+                let mut c = Collector::default();
+                marks_fast::scan(&fast, d, 0, 8 << 20, &mut |ev| c.event(ev), &mut |_| {})
+                    .expect("well marked");
+                c.finish()
+            })
         });
     }
     g.finish();

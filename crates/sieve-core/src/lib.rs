@@ -40,6 +40,7 @@ pub mod layout;
 pub mod ledger;
 pub mod mac;
 pub mod marks;
+pub mod marks_fast;
 pub mod marks_parallel;
 pub mod message;
 pub mod name;

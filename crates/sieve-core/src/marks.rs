@@ -467,7 +467,7 @@ impl MarkParser {
 /// `memcmp` for every candidate the scan stops at, every few dozen bytes of a dense document
 /// (criterion's `marks-pass`: counting 8 MiB of log or CSV 3-4 % faster).
 #[inline]
-fn starts_with(s: &[u8], t: &[u8]) -> bool {
+pub(crate) fn starts_with(s: &[u8], t: &[u8]) -> bool {
     s.len() >= t.len() && s.iter().zip(t).all(|(a, b)| a == b)
 }
 

@@ -20,6 +20,7 @@
 use crate::marks::{
     Collector, Counter, Event, MarkConfig, MarkCounts, MarkError, MarkParser, ParsedMarks,
 };
+use crate::marks_fast::{self, Fast};
 
 /// What a pass gathers from the parser's events: every run ([`Collector`], what the sieve
 /// sends by) or only their counts ([`Counter`], what choosing a mode needs). Each part of the
@@ -151,6 +152,10 @@ fn pass_parallel<G: Gather>(
 }
 
 /// Parse `input[a..b]` from a state outside any classified part; it must also end outside.
+///
+/// For the usual marks the part is first read by [`crate::marks_fast`], which reports the same
+/// events for a well-marked part at a fraction of the cost per mark; where it finds a mark out
+/// of place, the general parser reads the part again and reports the error.
 fn parse_part<G: Gather>(
     cfg: &MarkConfig,
     input: &[u8],
@@ -158,6 +163,14 @@ fn parse_part<G: Gather>(
     b: usize,
     done: &(dyn Fn(std::ops::Range<usize>) + Sync),
 ) -> Result<G::Out, MarkError> {
+    if let Some(fast) = Fast::new(cfg) {
+        let mut gather = G::default();
+        let mut sink = |ev: Event<'_>| gather.event(ev);
+        let mut release = |r: std::ops::Range<usize>| done(a + r.start..a + r.end);
+        if marks_fast::scan(&fast, &input[a..b], a as u64, STEP, &mut sink, &mut release).is_ok() {
+            return Ok(gather.finish());
+        }
+    }
     let mut parser = MarkParser::starting_at(cfg.clone(), a as u64)?;
     let mut gather = G::default();
     let mut sink = |ev: Event<'_>| gather.event(ev);

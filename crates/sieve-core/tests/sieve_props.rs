@@ -5,7 +5,8 @@
 use std::ops::Range;
 
 use proptest::prelude::*;
-use sieve_core::marks::{self, Collector, Event, MarkConfig, MarkParser};
+use sieve_core::marks::{self, Collector, Counter, Event, MarkConfig, MarkParser};
+use sieve_core::marks_fast::{self, Fast};
 use sieve_core::marks_parallel::{count_parallel_releasing, parse_parallel};
 use sieve_core::ranges::ClassifiedRanges;
 use sieve_core::sieve::{integrate, sieve, sieve_marked, Marks, Placement};
@@ -141,6 +142,36 @@ proptest! {
                 (p, c) => prop_assert!(false, "parse {:?} but count {:?}", p, c),
             }
         }
+    }
+
+    /// The fast pass for the usual marks reports what the general parser reports: for any
+    /// bytes, either the same runs and counts, or it leaves the part to the parser, and then
+    /// only where the parser finds a mark out of place. Every well-marked document takes the
+    /// fast pass, whatever its escapes and literal marks.
+    #[test]
+    fn fast_pass_agrees_with_the_parser(raw in content(), (content, ranges) in doc_and_ranges(), step in 1usize..64) {
+        let cfg = MarkConfig::default();
+        let fast = Fast::new(&cfg).expect("the default marks take the fast pass");
+        let marked = marks::mark_document(&MarkConfig { strip: true, ..MarkConfig::default() }, &content, &ranges);
+        for input in [&raw, &marked] {
+            let mut col = Collector::default();
+            let mut counter = Counter::default();
+            let mut released = 0;
+            let r = marks_fast::scan(&fast, input, 0, step, &mut |ev: Event<'_>| { col.event(ev); counter.event(ev) }, &mut |r| {
+                assert_eq!(r.start, released);
+                released = r.end;
+            });
+            match (r, marks::parse_all(&cfg, input)) {
+                (Ok(()), Ok(parsed)) => {
+                    prop_assert_eq!(released, input.len());
+                    prop_assert_eq!(col.finish(), parsed);
+                    prop_assert_eq!(Ok(counter.finish()), marks::count_all(&cfg, input));
+                }
+                (Err(_), Err(_)) => {}
+                (r, p) => prop_assert!(false, "fast pass {:?}, parser {:?}", r, p.map(|_| ())),
+            }
+        }
+        prop_assert!(marks::parse_all(&cfg, &marked).is_ok());
     }
 
     #[test]
