@@ -155,7 +155,8 @@ fn pass_parallel<G: Gather>(
 ///
 /// For the usual marks the part is first read by [`crate::marks_fast`], which reports the same
 /// events for a well-marked part at a fraction of the cost per mark; where it finds a mark out
-/// of place, the general parser reads the part again and reports the error.
+/// of place, the general parser reads the part again and reports the error (and `done` hears of
+/// the ranges the fast pass had read a second time).
 fn parse_part<G: Gather>(
     cfg: &MarkConfig,
     input: &[u8],

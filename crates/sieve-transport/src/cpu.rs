@@ -15,8 +15,10 @@ use rustix::time::ClockId;
 
 /// The cores this process may run on (at least 1), read once per process:
 /// `available_parallelism` reads the cgroup's CPU quota and the affinity mask every time it is
-/// asked (25-70 µs on this project's machines), and a sender asks once per document. A long-lived
-/// receiver, whose cgroup may change, asks the system itself.
+/// asked (25-70 µs on this project's machines), and a sender asks once per document. The
+/// command line's runtime takes its worker count from here too, so a send reads it once in all.
+/// A long-lived receiver, whose cgroup may change, asks the system itself for what it sizes
+/// while it runs.
 pub fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
