@@ -12,7 +12,7 @@ use sieve_core::gen::{write_xp, XpSpec, MB};
 use sieve_core::layout::Kind;
 use sieve_core::marks::{self, Collector, Counter, MarkConfig};
 use sieve_core::marks_fast::{self, Fast};
-use sieve_core::marks_parallel::{count_parallel_releasing, parse_parallel};
+use sieve_core::marks_parallel::{count_parallel_releasing, parse_parallel, Gather};
 use sieve_core::message::golomb::LensCode;
 use sieve_core::message::{Doc, DocRef};
 use sieve_core::sieve::{integrate, sieve_marked, Marks, Placement};
@@ -94,26 +94,23 @@ fn dense(c: &mut Criterion) {
             b.iter(|| marks::count_all(&cfg, d).expect("well marked"))
         });
         g.bench_with_input(BenchmarkId::new("count-1t-fast", &id), &d, |b, d| {
-            b.iter(|| {
-                let mut c = Counter::default();
-                marks_fast::scan(&fast, d, 0, 8 << 20, &mut |ev| c.event(ev), &mut |_| {})
-                    .expect("well marked");
-                c.finish()
-            })
+            b.iter(|| fast_pass::<Counter>(&fast, d))
         });
         g.bench_with_input(BenchmarkId::new("collect-1t-general", &id), &d, |b, d| {
             b.iter(|| marks::parse_all(&cfg, d).expect("well marked"))
         });
         g.bench_with_input(BenchmarkId::new("collect-1t-fast", &id), &d, |b, d| {
-            b.iter(|| {
-                let mut c = Collector::default();
-                marks_fast::scan(&fast, d, 0, 8 << 20, &mut |ev| c.event(ev), &mut |_| {})
-                    .expect("well marked");
-                c.finish()
-            })
+            b.iter(|| fast_pass::<Collector>(&fast, d))
         });
     }
     g.finish();
+}
+
+/// The fast marks pass over a whole well-marked document on one thread, gathered by `G`.
+fn fast_pass<G: Gather>(fast: &Fast<'_>, d: &[u8]) -> G::Out {
+    let mut g = G::default();
+    marks_fast::scan(fast, d, 0, 8 << 20, &mut |ev| g.event(ev), &mut |_| {}).expect("well marked");
+    g.finish()
 }
 
 /// A dense document's manifest: the sender's encoding (choosing the code's orders, padding to
