@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::io::IoSlice;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -29,6 +29,13 @@ pub(crate) type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 /// budget again (see [`crate::receiver::stall_free_buffer_bytes`]).
 pub const RETAIN_BUFFER: usize = (4 << 20) + (64 << 10);
 
+/// Most bytes of a frame's payload one read takes, so that whoever watches the frame arrive
+/// ([`FrameReader::read_observed`]) sees it in steps that are still in the core's cache: the
+/// receiver tags a plain frame's units as they arrive (see [`crate::mac::FrameTagger`]). Two
+/// [`crate::mac::MAC_BLOCK`]s: every step completes at least one unit. A read of a frame that has
+/// already come costs a few microseconds per step, against hundreds for copying the step.
+pub const READ_STEP: usize = 512 << 10;
+
 /// Bytes of a frame in progress that count as activity (see [`Activity`]).
 pub(crate) const ACTIVITY_STEP: usize = 16 << 10;
 
@@ -44,19 +51,46 @@ pub const GROW_STEP: usize = 1 << 20;
 /// than [`RETAIN_BUFFER`]) or when the reader is dropped. A reader that finds the budget spent
 /// waits, first come first served, at most `max_wait`; then its read fails with
 /// [`BufferExhausted`].
+///
+/// The budget also keeps the buffers of readers that were dropped, up to [`POOLED_BUFFERS`]
+/// of them, still counted as held, for the next connection's reader to take: a receiver serving
+/// many short sessions would otherwise zero-fill, fault in and (growing it step by step) copy a
+/// new buffer of up to [`RETAIN_BUFFER`] for every connection. A reader or reservation that
+/// finds the budget spent frees the pooled buffers before it waits, so they never make anyone
+/// wait.
 #[derive(Debug)]
 pub struct FrameBudget {
     permits: Semaphore,
     limit_kib: u64,
     max_wait: Duration,
     stats: Arc<BufferStats>,
+    /// Buffers kept for the next reader, each a whole number of KiB long and counted as held.
+    pool: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// Readers and reservations taking memory now (see [`FrameBudget::taking`]): while there
+    /// are any, a dropped reader's buffer goes back to the budget, not to the pool, so that no
+    /// one waits for memory that sits in the pool.
+    taking: AtomicUsize,
 }
+
+/// Counts one taker in [`FrameBudget::taking`] while it lives.
+struct Taking<'a>(&'a AtomicUsize);
+
+impl Drop for Taking<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Most buffers a [`FrameBudget`] keeps for readers to come.
+pub const POOLED_BUFFERS: usize = 8;
 
 /// What a [`FrameBudget`] has handed out.
 #[derive(Debug, Default)]
 pub struct BufferStats {
-    /// Bytes of frame buffers held now.
+    /// Bytes of frame buffers held now, those kept in the pool included.
     pub bytes: AtomicU64,
+    /// Bytes of the buffers kept in the pool for readers to come (see [`FrameBudget`]).
+    pub pooled_bytes: AtomicU64,
     /// Most bytes of frame buffers ever held at once.
     pub peak_bytes: AtomicU64,
     /// Times a reader had to wait for the budget.
@@ -74,6 +108,78 @@ impl FrameBudget {
             limit_kib,
             max_wait,
             stats,
+            pool: std::sync::Mutex::new(Vec::new()),
+            taking: AtomicUsize::new(0),
+        }
+    }
+
+    /// Count the caller as taking memory until the guard is dropped. Taken before the pool is
+    /// looked at: a reader dropped meanwhile then sees the taker and gives its memory back.
+    fn taking(&self) -> Taking<'_> {
+        self.taking.fetch_add(1, Ordering::SeqCst);
+        Taking(&self.taking)
+    }
+
+    /// Take `kib` permits without waiting if they are free, freeing the pooled buffers first if
+    /// they are not; `Ok(false)` if the budget is spent even so.
+    fn try_take(&self, kib: u32) -> Result<bool, BudgetError> {
+        for _ in 0..2 {
+            match self.permits.try_acquire_many(kib) {
+                Ok(p) => {
+                    p.forget();
+                    return Ok(true);
+                }
+                Err(TryAcquireError::NoPermits) => {
+                    if !self.drain_pool() {
+                        return Ok(false);
+                    }
+                }
+                Err(TryAcquireError::Closed) => return Err(BudgetError::Closed),
+            }
+        }
+        Ok(false)
+    }
+
+    /// Free every pooled buffer and give back its memory; whether there was any.
+    fn drain_pool(&self) -> bool {
+        let drained = std::mem::take(&mut *self.pool_lock());
+        for b in &drained {
+            self.stats
+                .pooled_bytes
+                .fetch_sub(b.len() as u64, Ordering::AcqRel);
+            self.give_back((b.len() / 1024) as u64);
+        }
+        !drained.is_empty()
+    }
+
+    fn pool_lock(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u8>>> {
+        // The pool holds plain buffers: a panic elsewhere cannot leave it inconsistent.
+        self.pool.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A pooled buffer (its memory already counted as held), if there is one.
+    fn take_pooled(&self) -> Option<Vec<u8>> {
+        let b = self.pool_lock().pop()?;
+        self.stats
+            .pooled_bytes
+            .fetch_sub(b.len() as u64, Ordering::AcqRel);
+        Some(b)
+    }
+
+    /// Keep `buf` (counted as held, a whole number of KiB long) for the next reader, or give
+    /// its memory back if the pool is full.
+    fn pool_or_give_back(&self, buf: Vec<u8>) {
+        let kib = (buf.len() / 1024) as u64;
+        let mut pool = self.pool_lock();
+        if pool.len() < POOLED_BUFFERS && kib > 0 && self.taking.load(Ordering::SeqCst) == 0 {
+            self.stats
+                .pooled_bytes
+                .fetch_add(buf.len() as u64, Ordering::AcqRel);
+            pool.push(buf);
+        } else {
+            drop(pool);
+            drop(buf);
+            self.give_back(kib);
         }
     }
 
@@ -101,25 +207,22 @@ impl FrameBudget {
             source: e,
         })?;
         let since = Instant::now();
-        match self.permits.try_acquire_many(n) {
-            Ok(p) => p.forget(),
-            Err(TryAcquireError::NoPermits) => {
-                self.stats.waits.fetch_add(1, Ordering::Relaxed);
-                match tokio::time::timeout(self.max_wait, self.permits.acquire_many(n)).await {
-                    Ok(Ok(p)) => p.forget(),
-                    Ok(Err(_)) => return Err(BudgetError::Closed),
-                    Err(_) => {
-                        self.stats.exhausted.fetch_add(1, Ordering::Relaxed);
-                        return Err(BufferExhausted {
-                            what: what.to_string(),
-                            waited: since.elapsed(),
-                            limit_bytes: self.limit_bytes(),
-                        }
-                        .into());
+        let _taking = self.taking();
+        if !self.try_take(n)? {
+            self.stats.waits.fetch_add(1, Ordering::Relaxed);
+            match tokio::time::timeout(self.max_wait, self.permits.acquire_many(n)).await {
+                Ok(Ok(p)) => p.forget(),
+                Ok(Err(_)) => return Err(BudgetError::Closed),
+                Err(_) => {
+                    self.stats.exhausted.fetch_add(1, Ordering::Relaxed);
+                    return Err(BufferExhausted {
+                        what: what.to_string(),
+                        waited: since.elapsed(),
+                        limit_bytes: self.limit_bytes(),
                     }
+                    .into());
                 }
             }
-            Err(TryAcquireError::Closed) => return Err(BudgetError::Closed),
         }
         self.took(kib);
         Ok(Reservation {
@@ -408,17 +511,34 @@ impl FrameReader {
         }
     }
 
+    /// Give the buffer back: to the budget's pool if it is one a frame of an honest sender fits
+    /// in (see [`RETAIN_BUFFER`]), else its memory to the budget.
     fn release_buffer(&mut self) {
-        self.buf = Vec::new();
+        let buf = std::mem::take(&mut self.buf);
         if let Some(b) = &self.budget {
-            b.give_back(self.held_kib);
+            if buf.len() <= RETAIN_BUFFER && buf.len() as u64 == self.held_kib * 1024 {
+                b.pool_or_give_back(buf);
+            } else {
+                drop(buf);
+                b.give_back(self.held_kib);
+            }
         }
         self.held_kib = 0;
     }
 
-    /// Grow the buffer towards a frame of `len` bytes: to `len` at once if it is at most
-    /// [`GROW_STEP`], else by [`GROW_STEP`]. Waits for the budget if there is one.
+    /// Grow the buffer towards a frame of `len` bytes: a reader without one takes a pooled
+    /// buffer if its budget keeps any (see [`FrameBudget`]); else to `len` at once if it is at
+    /// most [`GROW_STEP`], or by [`GROW_STEP`]. Waits for the budget if there is one.
     async fn grow(&mut self, len: usize, ty: FrameType) -> Result<(), BudgetError> {
+        if let (true, Some(b)) = (self.buf.is_empty(), &self.budget) {
+            if let Some(pooled) = b.take_pooled() {
+                // Its memory is counted already; it may be longer than this frame needs.
+                self.held_kib = (pooled.len() / 1024) as u64;
+                self.buf = pooled;
+                self.stop_waiting();
+                return Ok(());
+            }
+        }
         let cur = self.buf.len();
         let target = if len <= GROW_STEP {
             len
@@ -432,39 +552,35 @@ impl FrameReader {
                 what: "frame buffer step",
                 source: e,
             })?;
-            match b.permits.try_acquire_many(need32) {
-                Ok(p) => p.forget(),
-                Err(TryAcquireError::NoPermits) => {
-                    let since = match self.waiting_since {
-                        Some(t) => t,
-                        None => {
-                            b.stats.waits.fetch_add(1, Ordering::Relaxed);
-                            if let Some(c) = &self.waiters {
-                                c.fetch_add(1, Ordering::AcqRel);
-                            }
-                            *self.waiting_since.insert(Instant::now())
+            let _taking = b.taking();
+            if !b.try_take(need32)? {
+                let since = match self.waiting_since {
+                    Some(t) => t,
+                    None => {
+                        b.stats.waits.fetch_add(1, Ordering::Relaxed);
+                        if let Some(c) = &self.waiters {
+                            c.fetch_add(1, Ordering::AcqRel);
                         }
-                    };
-                    let deadline = since + b.max_wait;
-                    match tokio::time::timeout_at(deadline.into(), b.permits.acquire_many(need32))
-                        .await
-                    {
-                        Ok(Ok(p)) => p.forget(),
-                        Ok(Err(_)) => return Err(BudgetError::Closed),
-                        Err(_) => {
-                            b.stats.exhausted.fetch_add(1, Ordering::Relaxed);
-                            self.stop_waiting();
-                            return Err(BufferExhausted::frame(
-                                len,
-                                ty,
-                                since.elapsed(),
-                                b.limit_bytes(),
-                            )
-                            .into());
-                        }
+                        *self.waiting_since.insert(Instant::now())
+                    }
+                };
+                let deadline = since + b.max_wait;
+                match tokio::time::timeout_at(deadline.into(), b.permits.acquire_many(need32)).await
+                {
+                    Ok(Ok(p)) => p.forget(),
+                    Ok(Err(_)) => return Err(BudgetError::Closed),
+                    Err(_) => {
+                        b.stats.exhausted.fetch_add(1, Ordering::Relaxed);
+                        self.stop_waiting();
+                        return Err(BufferExhausted::frame(
+                            len,
+                            ty,
+                            since.elapsed(),
+                            b.limit_bytes(),
+                        )
+                        .into());
                     }
                 }
-                Err(TryAcquireError::Closed) => return Err(BudgetError::Closed),
             }
             self.stop_waiting();
             b.took(need);
@@ -478,6 +594,18 @@ impl FrameReader {
 
     /// The next frame, or `None` on a clean end of stream between frames.
     pub async fn read(&mut self) -> Result<Option<(FrameType, &[u8])>, ReadError> {
+        self.read_observed(&mut |_, _, _| {}).await
+    }
+
+    /// [`FrameReader::read`], calling `seen(type, length, payload so far)` each time more of the
+    /// frame's payload has come, at most [`READ_STEP`] bytes later than the last call: the caller
+    /// can work on the bytes while they are still in cache. If this read is cancelled, the next
+    /// call goes on with the same frame, so `seen` may keep state across calls (and must expect
+    /// the payload so far to grow, never to start over, until the frame is returned).
+    pub async fn read_observed(
+        &mut self,
+        seen: &mut (dyn FnMut(FrameType, usize, &[u8]) + Send),
+    ) -> Result<Option<(FrameType, &[u8])>, ReadError> {
         if self.hdr_have == 0 && self.buf.len() > RETAIN_BUFFER {
             // The last frame was large and is consumed: its memory goes back.
             self.release_buffer();
@@ -518,7 +646,7 @@ impl FrameReader {
             if self.body_have == self.buf.len() {
                 self.grow(len, h.ty).await?;
             }
-            let end = len.min(self.buf.len());
+            let end = len.min(self.buf.len()).min(self.body_have + READ_STEP);
             let Some(n) = read_some(
                 &mut self.inner,
                 &mut self.buf[self.body_have..end],
@@ -544,6 +672,7 @@ impl FrameReader {
                 self.heard();
             }
             self.body_have += n;
+            seen(h.ty, len, &self.buf[..self.body_have]);
         }
         self.hdr_have = 0;
         self.body_have = 0;

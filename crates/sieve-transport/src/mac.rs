@@ -182,22 +182,7 @@ impl PlainMac {
         offset: u64,
         bytes: &[u8],
     ) -> Result<Vec<Tag>, MacError> {
-        let mut tags = Vec::new();
-        let mut failed = None;
-        units(streams, offset, bytes.len() as u64, |within, n| {
-            let at = offset + within;
-            let unit = &bytes[within as usize..(within + n) as usize];
-            match self.tag(doc, at, unit) {
-                Ok(t) => tags.push((at, n, t)),
-                Err(e) => {
-                    failed.get_or_insert(e);
-                }
-            }
-        })?;
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(tags),
-        }
+        FrameTagger::new(streams, doc, offset, bytes.len() as u64)?.finish(self, bytes)
     }
 
     /// The tag of a compressed plain frame ([`sieve_core::message::ZData`]) of `doc` at
@@ -255,6 +240,88 @@ impl PlainMac {
     }
 }
 
+/// The tags of one plain frame, taken unit by unit as its bytes arrive.
+///
+/// A receiver that tags a frame once all of it has come reads it back from memory: a frame of
+/// a few MiB no longer fits in the core's cache by the time its last byte is copied out of the
+/// socket. Tagging each unit as soon as its last byte has come reads it while the copy has just
+/// left it in cache. With a receiver confined to half a core and 16 senders of 10 MB documents
+/// at P = 0.1 on loopback (Intel Xeon model 207), GHASH took about a fifth of the receiver's CPU
+/// when 3.4 MiB frames were tagged whole. The tags are the same either way: [`units`] cuts the
+/// frame, whatever pieces it arrives in.
+#[derive(Debug)]
+pub(crate) struct FrameTagger {
+    doc: u32,
+    offset: u64,
+    len: u64,
+    /// Each unit's start within the frame and its length, in order.
+    units: Vec<(u64, u64)>,
+    /// The tags of the first `tags.len()` units.
+    tags: Vec<Tag>,
+    failed: Option<MacError>,
+}
+
+impl FrameTagger {
+    /// A tagger for the plain frame of `doc` at stream `offset`, `len` bytes long; an error if
+    /// the frame reaches beyond the document's plain stream.
+    pub(crate) fn new(
+        streams: &Placement,
+        doc: u32,
+        offset: u64,
+        len: u64,
+    ) -> Result<FrameTagger, MacError> {
+        let mut cut = Vec::new();
+        units(streams, offset, len, |within, n| cut.push((within, n)))?;
+        Ok(FrameTagger {
+            doc,
+            offset,
+            len,
+            tags: Vec::with_capacity(cut.len()),
+            units: cut,
+            failed: None,
+        })
+    }
+
+    /// Whether this tagger is for the frame of `doc` at `offset`, `len` bytes long.
+    pub(crate) fn is_for(&self, doc: u32, offset: u64, len: u64) -> bool {
+        (self.doc, self.offset, self.len) == (doc, offset, len)
+    }
+
+    /// Tag every unit not tagged yet that lies wholly within `arrived`, the frame's first bytes.
+    pub(crate) fn advance(&mut self, mac: &PlainMac, arrived: &[u8]) {
+        if self.failed.is_some() {
+            return;
+        }
+        while let Some(&(within, n)) = self.units.get(self.tags.len()) {
+            let Some(unit) = arrived.get(within as usize..(within + n) as usize) else {
+                return;
+            };
+            let at = self.offset + within;
+            match mac.tag(self.doc, at, unit) {
+                Ok(t) => self.tags.push((at, n, t)),
+                Err(e) => {
+                    self.failed = Some(e);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The tags of all the frame's units, `bytes` being the whole frame.
+    pub(crate) fn finish(mut self, mac: &PlainMac, bytes: &[u8]) -> Result<Vec<Tag>, MacError> {
+        self.advance(mac, bytes);
+        match self.failed {
+            Some(e) => Err(e),
+            None if self.tags.len() == self.units.len() => Ok(self.tags),
+            // Only a frame shorter than the tagger's: a caller's mistake, refused as unsealable.
+            None => Err(MacError::Seal {
+                doc: self.doc,
+                offset: self.offset,
+            }),
+        }
+    }
+}
+
 /// A sealed tag widened to the ledger's 32 bytes, or the error that sealing failed (never a
 /// tag made up in its place).
 fn widen(sealed: Result<&[u8], ()>, doc: u32, offset: u64) -> Result<[u8; 32], MacError> {
@@ -267,7 +334,63 @@ fn widen(sealed: Result<&[u8], ()>, doc: u32, offset: u64) -> Result<[u8; 32], M
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use sieve_core::layout::Layout;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// However a frame arrives (any steps, each possibly ending mid-unit, some repeated),
+        /// tagging its units as they come gives exactly the tags of the whole frame.
+        #[test]
+        fn tags_taken_while_a_frame_arrives_are_the_whole_frames(
+            classified in proptest::collection::vec((0u64..900_000, 1u64..40_000), 0..12),
+            start in 0u64..300_000,
+            len in 1u64..700_000,
+            steps in proptest::collection::vec(0usize..800_000, 0..12),
+            alg in proptest::sample::select(MacAlg::ALL.to_vec()),
+        ) {
+            let total = 1_000_000u64;
+            let mut ranges: Vec<std::ops::Range<u64>> = Vec::new();
+            for (at, n) in classified {
+                let r = at..(at + n).min(total);
+                if ranges.iter().all(|q| r.end <= q.start || r.start >= q.end) {
+                    ranges.push(r);
+                }
+            }
+            ranges.sort_by_key(|r| r.start);
+            let layout = Layout::from_ranges(total, &ranges);
+            let p = Placement::new(&layout, None).unwrap();
+            let plain = layout.stream_len(Kind::Plain);
+            prop_assume!(plain > 0);
+            let offset = start % plain;
+            let len = len.min(plain - offset);
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 31 + i / 977) as u8).collect();
+            let mac = PlainMac::derive_for(alg, &[9; 32], &[2; 16]);
+            let whole = mac.frame_tags(&p, 5, offset, &bytes).unwrap();
+            let mut t = FrameTagger::new(&p, 5, offset, len).unwrap();
+            prop_assert!(t.is_for(5, offset, len));
+            let mut steps = steps;
+            steps.sort_unstable();
+            for s in steps {
+                t.advance(&mac, &bytes[..s.min(bytes.len())]);
+            }
+            prop_assert_eq!(t.finish(&mac, &bytes).unwrap(), whole);
+        }
+    }
+
+    #[test]
+    fn a_frame_shorter_than_its_tagger_is_refused() {
+        let layout = Layout::from_ranges(1000, &[]);
+        let p = Placement::new(&layout, None).unwrap();
+        let mac = PlainMac::derive(&[1; 32], &[1; 16]);
+        let t = FrameTagger::new(&p, 0, 0, 1000).unwrap();
+        assert!(t.finish(&mac, &[0; 999]).is_err());
+        assert!(
+            FrameTagger::new(&p, 0, 10, 1000).is_err(),
+            "beyond the stream"
+        );
+    }
 
     #[test]
     fn units_cut_at_blocks_and_between_long_runs_only() {

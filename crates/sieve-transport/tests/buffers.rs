@@ -16,7 +16,7 @@ use sieve_core::frame::{self, FrameType, Limits};
 use sieve_core::message::{self, Join, Message, Mode};
 use sieve_core::split::Split;
 use sieve_core::Kind;
-use sieve_transport::conn::{BufferStats, FrameBudget, FrameReader, GROW_STEP};
+use sieve_transport::conn::{BufferStats, FrameBudget, FrameReader, GROW_STEP, POOLED_BUFFERS};
 use sieve_transport::receiver::{stall_free_buffer_bytes, MAX_CHANNELS};
 use tokio::io::AsyncWriteExt;
 
@@ -163,9 +163,44 @@ async fn frame_reader_grows_as_bytes_arrive_within_its_budget() {
         .expect("not the end");
     assert_eq!(ty, FrameType::Data);
     assert_eq!(got, &payload[..]);
-    // Kept for the next frame: 200 000 bytes in whole KiB.
-    assert_eq!(stats.bytes.load(Ordering::Relaxed), 196 * 1024);
+    // The first reader's buffer went to the pool (the second was not inside its wait: its read
+    // had timed out), and the second took it instead of growing one: 4 MiB held, as before.
+    assert!(b.waiting_for_memory().is_none());
+    assert_eq!(b.buffer_capacity(), 4 << 20);
+    assert_eq!(stats.bytes.load(Ordering::Relaxed), 4 * MIB);
+    assert_eq!(stats.pooled_bytes.load(Ordering::Relaxed), 0);
     drop(b);
+    // Pooled, still counted: the next connection's reader takes it instead of a new buffer.
+    assert_eq!(stats.bytes.load(Ordering::Relaxed), 4 * MIB);
+    assert_eq!(stats.pooled_bytes.load(Ordering::Relaxed), 4 * MIB);
+    let (mut wc, rc) = tokio::io::duplex(256 << 10);
+    let mut c = FrameReader::new(Box::new(rc), Limits::default());
+    c.set_budget(budget.clone());
+    let mut bytes = data_header(1000).to_vec();
+    bytes.extend_from_slice(&payload[..1000]);
+    wc.write_all(&bytes).await.unwrap();
+    let (_, got) = c.read().await.expect("a frame").expect("not the end");
+    assert_eq!(got, &payload[..1000]);
+    assert_eq!(
+        c.buffer_capacity(),
+        4 << 20,
+        "the pooled buffer was not taken"
+    );
+    assert_eq!(stats.bytes.load(Ordering::Relaxed), 4 * MIB);
+    assert_eq!(stats.pooled_bytes.load(Ordering::Relaxed), 0);
+    drop(c);
+    // Memory that sits in the pool never makes anyone wait: the whole budget, at once.
+    let waits = stats.waits.load(Ordering::Relaxed);
+    let all = tokio::time::timeout(
+        Duration::from_millis(100),
+        budget.reserve(4 * MIB as usize, "test"),
+    )
+    .await
+    .expect("waited for pooled memory")
+    .expect("the whole budget");
+    assert_eq!(stats.waits.load(Ordering::Relaxed), waits);
+    assert_eq!(stats.pooled_bytes.load(Ordering::Relaxed), 0);
+    drop(all);
     assert_eq!(
         stats.bytes.load(Ordering::Relaxed),
         0,
@@ -176,6 +211,49 @@ async fn frame_reader_grows_as_bytes_arrive_within_its_budget() {
 
 /// Without a budget (the sender's side) a reader still takes a 16 MiB frame whole, in steps,
 /// with reads cut by timeouts between the steps, and gives the large buffer back afterwards.
+/// The pool keeps a dropped reader's buffer only while no one is taking memory: a reader
+/// already waiting for the budget gets the memory at once, instead of the pool keeping it.
+#[tokio::test]
+async fn a_waiting_reader_gets_a_dropped_readers_memory_not_the_pool() {
+    let stats = Arc::new(BufferStats::default());
+    let budget = Arc::new(FrameBudget::new(MIB, Duration::from_secs(5), stats.clone()));
+    let payload: Vec<u8> = (0..900_000u32).map(|i| (i % 241) as u8).collect();
+    let frame = |n: usize| {
+        let mut f = data_header(n as u32).to_vec();
+        f.extend_from_slice(&payload[..n]);
+        f
+    };
+    let (mut wa, ra) = tokio::io::duplex(1 << 20);
+    let mut a = FrameReader::new(Box::new(ra), Limits::default());
+    a.set_budget(budget.clone());
+    wa.write_all(&frame(900_000)).await.unwrap();
+    a.read().await.expect("a frame").expect("not the end");
+    assert_eq!(stats.bytes.load(Ordering::Relaxed), 879 * 1024);
+
+    // The second reader needs 200 000 bytes, more than the 145 KiB left: it waits, inside its
+    // wait, until the first is dropped.
+    let (mut wb, rb) = tokio::io::duplex(1 << 20);
+    let mut b = FrameReader::new(Box::new(rb), Limits::default());
+    b.set_budget(budget.clone());
+    wb.write_all(&frame(200_000)).await.unwrap();
+    let waiting = tokio::spawn(async move {
+        let got = b.read().await.map(|f| f.map(|(_, p)| p.to_vec()));
+        (got, b)
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(stats.waits.load(Ordering::Relaxed), 1);
+    drop(a);
+    let (got, b) = tokio::time::timeout(Duration::from_secs(2), waiting)
+        .await
+        .expect("the waiting reader was not given the memory")
+        .unwrap();
+    assert_eq!(got.unwrap().unwrap(), payload[..200_000].to_vec());
+    assert_eq!(stats.pooled_bytes.load(Ordering::Relaxed), 0);
+    assert_eq!(stats.bytes.load(Ordering::Relaxed), 196 * 1024);
+    drop(b);
+    assert_eq!(stats.pooled_bytes.load(Ordering::Relaxed), 196 * 1024);
+}
+
 #[tokio::test]
 async fn unbudgeted_reader_takes_a_large_frame_in_steps() {
     let (mut w, r) = tokio::io::duplex(64 << 10);
@@ -502,17 +580,23 @@ async fn authenticated_large_frames_stay_within_the_buffer_budget() {
     assert_eq!(b.bytes.load(Ordering::Relaxed) % 1024, 0);
     // Only the idle channels' small buffers remain: none of the sessions is open any more. A
     // session is counted as ended before its channel tasks have dropped their readers.
-    let held = &b.bytes;
+    // Buffers kept in the pool for the next connections are still counted, and no more than
+    // the pool holds.
+    let (held, pooled) = (&b.bytes, &b.pooled_bytes);
     wait_for(
         "every frame buffer to be given back",
         Duration::from_secs(10),
-        || held.load(Ordering::Relaxed) == 0,
+        || held.load(Ordering::Relaxed) == pooled.load(Ordering::Relaxed),
     )
     .await;
     assert_eq!(
         b.bytes.load(Ordering::Relaxed),
-        0,
+        b.pooled_bytes.load(Ordering::Relaxed),
         "frame buffers not given back"
+    );
+    assert!(
+        b.pooled_bytes.load(Ordering::Relaxed)
+            <= (POOLED_BUFFERS * sieve_transport::conn::RETAIN_BUFFER) as u64
     );
     // Before buffers grew with the bytes, each header cost 16 MiB at once: 1 GiB here. This
     // process also holds every client's buffers, and the allocator's per-thread arenas keep

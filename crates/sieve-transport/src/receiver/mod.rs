@@ -40,6 +40,7 @@ use session::Session;
 
 mod accept;
 mod admission;
+mod arriving;
 mod files;
 #[cfg(feature = "test-hooks")]
 pub mod hooks;

@@ -21,9 +21,10 @@ use tokio::sync::{watch, Notify};
 use tracing::{info, warn};
 
 use crate::conn::{Activity, BudgetError, BufferExhausted, FrameReader, FrameWriter, ReadError};
-use crate::mac::PlainMac;
+use crate::mac::{FrameTagger, PlainMac};
 use crate::token::JoinKey;
 
+use super::arriving::Arriving;
 use super::files::{commit_failure, Files};
 use super::inflate::Inflate;
 use super::Shared;
@@ -135,9 +136,13 @@ impl Session {
         let mut abort = self.abort_tx.subscribe();
         let idle = self.shared.cfg.limits.idle_timeout;
         let mut inflate = None;
+        // Kept across reads cancelled by the idle timeout: the next read goes on with the frame.
+        let mut arriving = Arriving::default();
         loop {
+            let mut seen =
+                |ty, len, so_far: &[u8]| self.arriving(kind, &mut arriving, (ty, len, so_far));
             let frame = tokio::select! {
-                f = tokio::time::timeout(idle, reader.read()) => f,
+                f = tokio::time::timeout(idle, reader.read_observed(&mut seen)) => f,
                 _ = abort.changed() => return,
             };
             let result = match frame {
@@ -148,7 +153,10 @@ impl Session {
                 }),
                 Ok(Ok(None)) => return,
                 Ok(Ok(Some((FrameType::Data, payload)))) => match DataRef::parse(payload) {
-                    Ok(d) => self.data(kind, d).await,
+                    Ok(d) => {
+                        let early = arriving.take_for(d.doc, d.offset, d.payload.len() as u64);
+                        self.data(kind, d, early).await
+                    }
                     Err(e) => Err(e.into()),
                 },
                 Ok(Ok(Some((FrameType::ZData, payload)))) => match ZDataRef::parse(payload) {
@@ -188,7 +196,10 @@ impl Session {
                 Ok(Ok(Some(f))) => f,
             };
             match ty {
-                FrameType::Data => self.data(Kind::Secure, DataRef::parse(payload)?).await?,
+                FrameType::Data => {
+                    self.data(Kind::Secure, DataRef::parse(payload)?, None)
+                        .await?
+                }
                 FrameType::ZData => {
                     let z = ZDataRef::parse(payload)?;
                     self.zdata(Kind::Secure, z, payload, &mut inflate).await?
@@ -269,15 +280,22 @@ impl Session {
         }
     }
 
-    /// One data frame: tag its cleartext (off the lock), let the state machine record it, then
-    /// write it where the verdict says and report the write done.
-    pub(super) async fn data(self: &Arc<Self>, kind: Kind, d: DataRef<'_>) -> Result<()> {
+    /// One data frame: tag its cleartext (off the lock; `early` holds the tags of the units
+    /// taken while it arrived, if any), let the state machine record it, then write it where the
+    /// verdict says and report the write done.
+    pub(super) async fn data(
+        self: &Arc<Self>,
+        kind: Kind,
+        d: DataRef<'_>,
+        early: Option<FrameTagger>,
+    ) -> Result<()> {
         let len = d.payload.len() as u64;
         let tags = match self.lookup(d.doc).await? {
             None => return Ok(()),
-            Some(Lookup::Placement(p)) if kind == Kind::Plain => {
-                self.mac.frame_tags(&p, d.doc, d.offset, d.payload)?
-            }
+            Some(Lookup::Placement(p)) if kind == Kind::Plain => match early {
+                Some(t) => t.finish(&self.mac, d.payload)?,
+                None => self.mac.frame_tags(&p, d.doc, d.offset, d.payload)?,
+            },
             Some(_) => Vec::new(),
         };
         self.shared
