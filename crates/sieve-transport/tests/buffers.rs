@@ -527,7 +527,7 @@ async fn authenticated_large_frames_stay_within_the_buffer_budget() {
          sent {} MiB; budget {} MiB: peak held {} MiB, waits {}, waits given up {}, \
          sessions ended for memory {} (told so: {}); hostile sessions ended after {:.1} s; {HONEST} honest \
          sessions started at {:.1} s, all delivered, slowest {:.1} s; resident memory {} -> peak \
-         {} MiB (+{} MiB)",
+         {} MiB (+{} MiB); frame buffers pooled for later connections at the end: {} KiB",
         sent.load(Ordering::Relaxed) >> 20,
         BUDGET >> 20,
         peak >> 20,
@@ -541,6 +541,7 @@ async fn authenticated_large_frames_stay_within_the_buffer_budget() {
         rss0 >> 20,
         rss_peak.load(Ordering::Relaxed) >> 20,
         grew >> 20,
+        b.pooled_bytes.load(Ordering::Relaxed) >> 10,
     );
     assert!(peak <= BUDGET, "frame buffers reached {peak} bytes");
     assert!(
