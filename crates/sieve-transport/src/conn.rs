@@ -157,9 +157,17 @@ impl FrameBudget {
         self.pool.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A pooled buffer (its memory already counted as held), if there is one.
-    fn take_pooled(&self) -> Option<Vec<u8>> {
-        let b = self.pool_lock().pop()?;
+    /// The largest pooled buffer (its memory already counted as held) no longer than `most`
+    /// bytes, if there is one.
+    fn take_pooled(&self, most: usize) -> Option<Vec<u8>> {
+        let mut pool = self.pool_lock();
+        let (i, _) = pool
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.len() <= most)
+            .max_by_key(|(_, b)| b.len())?;
+        let b = pool.swap_remove(i);
+        drop(pool);
         self.stats
             .pooled_bytes
             .fetch_sub(b.len() as u64, Ordering::AcqRel);
@@ -526,13 +534,18 @@ impl FrameReader {
         self.held_kib = 0;
     }
 
-    /// Grow the buffer towards a frame of `len` bytes: a reader without one takes a pooled
-    /// buffer if its budget keeps any (see [`FrameBudget`]); else to `len` at once if it is at
+    /// Grow the buffer towards a frame of `len` bytes: a reader without one takes the largest
+    /// pooled buffer this frame fills (see [`FrameBudget`]); else to `len` at once if it is at
     /// most [`GROW_STEP`], or by [`GROW_STEP`]. Waits for the budget if there is one.
+    ///
+    /// A pooled buffer is never longer than the frame, so a reader holds no more memory than its
+    /// frame needs, as without the pool: a session's share of the budget and the argument that
+    /// honest sessions never stall each other (see [`crate::receiver::stall_free_buffer_bytes`])
+    /// hold as they are.
     async fn grow(&mut self, len: usize, ty: FrameType) -> Result<(), BudgetError> {
         if let (true, Some(b)) = (self.buf.is_empty(), &self.budget) {
-            if let Some(pooled) = b.take_pooled() {
-                // Its memory is counted already; it may be longer than this frame needs.
+            if let Some(pooled) = b.take_pooled(len.div_ceil(1024) * 1024) {
+                // Its memory is counted already.
                 self.held_kib = (pooled.len() / 1024) as u64;
                 self.buf = pooled;
                 self.stop_waiting();

@@ -164,15 +164,17 @@ async fn frame_reader_grows_as_bytes_arrive_within_its_budget() {
     assert_eq!(ty, FrameType::Data);
     assert_eq!(got, &payload[..]);
     // The first reader's buffer went to the pool (the second was not inside its wait: its read
-    // had timed out), and the second took it instead of growing one: 4 MiB held, as before.
+    // had timed out), longer than the second's frame needs: the second freed the pool and took
+    // what its frame needs.
     assert!(b.waiting_for_memory().is_none());
-    assert_eq!(b.buffer_capacity(), 4 << 20);
-    assert_eq!(stats.bytes.load(Ordering::Relaxed), 4 * MIB);
+    assert_eq!(b.buffer_capacity(), 196 * 1024);
+    assert_eq!(stats.bytes.load(Ordering::Relaxed), 196 * 1024);
     assert_eq!(stats.pooled_bytes.load(Ordering::Relaxed), 0);
     drop(b);
-    // Pooled, still counted: the next connection's reader takes it instead of a new buffer.
-    assert_eq!(stats.bytes.load(Ordering::Relaxed), 4 * MIB);
-    assert_eq!(stats.pooled_bytes.load(Ordering::Relaxed), 4 * MIB);
+    // Pooled, still counted: the next connection's reader takes it instead of a new buffer if
+    // its frame fills it, not for a smaller one.
+    assert_eq!(stats.bytes.load(Ordering::Relaxed), 196 * 1024);
+    assert_eq!(stats.pooled_bytes.load(Ordering::Relaxed), 196 * 1024);
     let (mut wc, rc) = tokio::io::duplex(256 << 10);
     let mut c = FrameReader::new(Box::new(rc), Limits::default());
     c.set_budget(budget.clone());
@@ -183,12 +185,25 @@ async fn frame_reader_grows_as_bytes_arrive_within_its_budget() {
     assert_eq!(got, &payload[..1000]);
     assert_eq!(
         c.buffer_capacity(),
-        4 << 20,
+        1024,
+        "a pooled buffer longer than the frame was taken"
+    );
+    assert_eq!(stats.pooled_bytes.load(Ordering::Relaxed), 196 * 1024);
+    let (mut wd, rd) = tokio::io::duplex(256 << 10);
+    let mut d = FrameReader::new(Box::new(rd), Limits::default());
+    d.set_budget(budget.clone());
+    wd.write_all(&data_header(200_000)).await.unwrap();
+    wd.write_all(&payload).await.unwrap();
+    let (_, got) = d.read().await.expect("a frame").expect("not the end");
+    assert_eq!(got, &payload[..]);
+    assert_eq!(
+        d.buffer_capacity(),
+        196 * 1024,
         "the pooled buffer was not taken"
     );
-    assert_eq!(stats.bytes.load(Ordering::Relaxed), 4 * MIB);
+    assert_eq!(stats.bytes.load(Ordering::Relaxed), 197 * 1024);
     assert_eq!(stats.pooled_bytes.load(Ordering::Relaxed), 0);
-    drop(c);
+    drop((c, d));
     // Memory that sits in the pool never makes anyone wait: the whole budget, at once.
     let waits = stats.waits.load(Ordering::Relaxed);
     let all = tokio::time::timeout(
