@@ -139,8 +139,10 @@ impl Session {
         // Kept across reads cancelled by the idle timeout: the next read goes on with the frame.
         let mut arriving = Arriving::default();
         loop {
-            let mut seen =
-                |ty, len, so_far: &[u8]| self.arriving(kind, &mut arriving, (ty, len, so_far));
+            let mut seen = |ty, len, so_far: &[u8]| {
+                let lookup = |doc| self.sm().lookup(doc);
+                arriving.observe(&self.mac, lookup, kind, (ty, len, so_far));
+            };
             let frame = tokio::select! {
                 f = tokio::time::timeout(idle, reader.read_observed(&mut seen)) => f,
                 _ = abort.changed() => return,
