@@ -31,7 +31,7 @@ pub const RETAIN_BUFFER: usize = (4 << 20) + (64 << 10);
 
 /// Most bytes of a frame's payload one read takes, so that whoever watches the frame arrive
 /// ([`FrameReader::read_observed`]) sees it in steps that are still in the core's cache: the
-/// receiver tags a plain frame's units as they arrive (see [`crate::mac::FrameTagger`]). Two
+/// receiver tags a plain frame's units as they arrive (see `mac::FrameTagger`). Two
 /// [`crate::mac::MAC_BLOCK`]s: every step completes at least one unit. A read of a frame that has
 /// already come costs a few microseconds per step, against hundreds for copying the step.
 pub const READ_STEP: usize = 512 << 10;
