@@ -73,10 +73,22 @@ fn dense(c: &mut Criterion) {
     let cfg = MarkConfig::default();
     let mut g = c.benchmark_group("marks-pass");
     g.sample_size(30);
-    for kind in [DocKind::Log, DocKind::Csv] {
-        let d = dense_doc(kind, 8 << 20);
+    // The two dense kinds, and an x-P document (five values per MB) for the sparse case, where
+    // the pass costs per byte.
+    let docs = [
+        (
+            format!("{}-8MiB-10", DocKind::Log.name()),
+            dense_doc(DocKind::Log, 8 << 20),
+        ),
+        (
+            format!("{}-8MiB-10", DocKind::Csv.name()),
+            dense_doc(DocKind::Csv, 8 << 20),
+        ),
+        ("letters-10MB-10".to_string(), doc(10 * MB, 0.1)),
+    ];
+    for (id, d) in &docs {
+        let (id, d) = (id.as_str(), d);
         g.throughput(Throughput::Bytes(d.len() as u64));
-        let id = format!("{}-8MiB-10", kind.name());
         g.bench_with_input(BenchmarkId::new("sieve", &id), &d, |b, d| {
             b.iter(|| {
                 let parsed = parse_parallel(&cfg, d, 2, 1 << 20).expect("well marked");

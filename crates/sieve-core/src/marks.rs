@@ -542,6 +542,7 @@ pub struct Collector {
 
 impl Collector {
     /// Take one event, in the order the parser emits them; pass it as (part of) the sink.
+    #[inline]
     pub fn event(&mut self, ev: Event<'_>) {
         match ev {
             Event::Data { at, bytes } => {
@@ -620,6 +621,7 @@ pub struct Counter {
 
 impl Counter {
     /// Take one event, in the order the parser emits them.
+    #[inline]
     pub fn event(&mut self, ev: Event<'_>) {
         match ev {
             Event::Data { bytes, .. } => self.out.content_len += bytes.len() as u64,

@@ -10,7 +10,9 @@
 //! a mark) and a one-byte escape found in neither, less is needed:
 //!
 //! - every mark starts at an occurrence of a mark's first byte, and no mark starts inside
-//!   another, so one `memchr` iterator over those first bytes visits every mark in order;
+//!   another, so one pass over those first bytes visits every mark in order (`Firsts`: 64-byte
+//!   SIMD masks where they are dense, `memchr` across long stretches without them), and a mark
+//!   of at most 8 bytes is told from the bytes at a candidate with one word compare;
 //! - whether a mark is escaped depends only on the escapes right before it: an odd run makes
 //!   it literal text, an even one is kept as content (marks kept, not stripped: the escapes are
 //!   content either way), which is what the general parser decides reading forwards;
@@ -26,7 +28,12 @@
 //! 3.75 against 4.94; CSV 3.54 against 3.94 and 5.28 against 5.35. In a whole send the pass is
 //! a smaller share than that suggests: the mapped file's page faults and a core shared with the
 //! handshake weigh as much (`bench/small.sh` with `KIND=log`, 8 MiB: the sieve's preparation
-//! 14.1 ms against 15.0, 40 alternating rounds; `auto`'s within the noise).
+//! 14.1 ms against 15.0, 40 alternating rounds; `auto`'s within the noise). The masks and the
+//! word compare then took the fast pass to 0.79 of its time per round on that log and 0.77 on
+//! that CSV when counting, and 0.98 on a 10 MB x-P file (the build before alternating with
+//! this one, 11 rounds of criterion's `count-1t-fast`, same machine).
+
+use wide::u8x16;
 
 use crate::marks::{starts_with, Event, MarkConfig};
 
@@ -38,6 +45,45 @@ pub struct Fast<'a> {
     escape: u8,
     /// First bytes of the two marks (equal for the defaults, `<`).
     firsts: (u8, u8),
+    /// The two marks as 8-byte words, when both fit in one (the defaults do).
+    words: Option<(Word, Word)>,
+}
+
+/// A mark of at most 8 bytes as a little-endian word and the mask of its bytes: whether the
+/// bytes at a candidate are the mark is then one load, an AND and a compare, for both marks at
+/// once, where comparing slices byte by byte was most of the fast pass's time per mark.
+#[derive(Debug, Clone, Copy)]
+struct Word {
+    pattern: u64,
+    mask: u64,
+    len: usize,
+}
+
+impl Word {
+    fn new(mark: &[u8]) -> Option<Word> {
+        let len = mark.len();
+        (1..=8).contains(&len).then(|| {
+            let mut b = [0u8; 8];
+            b[..len].copy_from_slice(mark);
+            Word {
+                pattern: u64::from_le_bytes(b),
+                mask: u64::MAX >> (64 - 8 * len),
+                len,
+            }
+        })
+    }
+
+    fn is_in(self, word: u64) -> bool {
+        word & self.mask == self.pattern
+    }
+}
+
+/// The 8 bytes of `s` from `at`, if there are as many.
+fn word_at(s: &[u8], at: usize) -> Option<u64> {
+    let w = s.get(at..at.checked_add(8)?)?;
+    let mut b = [0u8; 8];
+    b.copy_from_slice(w);
+    Some(u64::from_le_bytes(b))
 }
 
 /// Why [`scan`] stopped: the general parser must take the part (it reports the error).
@@ -64,6 +110,7 @@ impl<'a> Fast<'a> {
             end,
             escape,
             firsts: (s0, e0),
+            words: Word::new(start).zip(Word::new(end)),
         })
     }
 }
@@ -94,14 +141,8 @@ pub fn scan(
     while w < s.len() {
         let to = (w + step).min(s.len());
         // Candidates start in this window; a mark may run past its end.
-        let window = &s[w..to];
-        if fast.firsts.0 == fast.firsts.1 {
-            let c = memchr::memchr_iter(fast.firsts.0, window).map(|d| w + d);
-            state.marks(fast, s, base, c, sink)?;
-        } else {
-            let c = memchr::memchr2_iter(fast.firsts.0, fast.firsts.1, window).map(|d| w + d);
-            state.marks(fast, s, base, c, sink)?;
-        }
+        let c = Firsts::new(&s[w..to], fast.firsts).map(|d| w + d);
+        state.marks(fast, s, base, c, sink)?;
         done(w..to);
         w = to;
     }
@@ -115,6 +156,109 @@ pub fn scan(
         });
     }
     Ok(())
+}
+
+/// Bytes [`Firsts`] compares at a time.
+const BLOCK: usize = 64;
+
+/// Blocks without a candidate after which [`Firsts`] looks for the next one with `memchr`. A
+/// line of generated log has its marks in its first hundred bytes and none in the hundred or so
+/// after: jumping from the first empty block cost such a document most of what the masks gain.
+const SPARSE_AFTER: usize = 4;
+
+/// The offsets in a slice of every byte equal to either of two, in order, found a block of 64
+/// bytes at a time: four 16-byte SIMD compares (`wide`, SSE2 on x86-64, NEON on AArch64) give a
+/// 64-bit mask, and each set bit is a candidate.
+///
+/// `memchr`'s iterator pays a call, a dispatch and a fresh unaligned load per hit: on a dense
+/// document (a marked value every few dozen bytes: logs, CSV exports) that was about half the
+/// fast pass's time (criterion's `marks-pass`, 8 MiB of generated log with 140,720 marks, Intel
+/// Xeon model 207). A mask costs the same per block whatever it holds, and taking a hit from it
+/// is two instructions. Past a block with no candidate, `memchr` finds the next one, so a
+/// sparse document is crossed at `memchr`'s speed.
+struct Firsts<'s> {
+    s: &'s [u8],
+    firsts: (u8, u8),
+    /// Offset of the block `mask` covers.
+    at: usize,
+    /// Candidates of that block not yet returned, by bit.
+    mask: u64,
+}
+
+impl<'s> Firsts<'s> {
+    fn new(s: &'s [u8], firsts: (u8, u8)) -> Firsts<'s> {
+        let mut f = Firsts {
+            s,
+            firsts,
+            at: 0,
+            mask: 0,
+        };
+        f.mask = f.block_mask();
+        f
+    }
+
+    /// The candidates of the block at `at` (shorter at the end of the slice).
+    fn block_mask(&self) -> u64 {
+        let (a, b) = self.firsts;
+        match self.s.get(self.at..self.at + BLOCK) {
+            Some(block) => {
+                let (va, vb) = (u8x16::splat(a), u8x16::splat(b));
+                let mut m = 0u64;
+                for (k, lane) in block.chunks_exact(16).enumerate() {
+                    let mut v = [0u8; 16];
+                    v.copy_from_slice(lane);
+                    let v = u8x16::new(v);
+                    let eq = v.cmp_eq(va) | v.cmp_eq(vb);
+                    // `move_mask` gives one bit per lane, in its low 16 bits.
+                    m |= u64::from(eq.move_mask() as u16) << (16 * k);
+                }
+                m
+            }
+            None => self.s[self.at.min(self.s.len())..]
+                .iter()
+                .enumerate()
+                .filter(|&(_, &c)| c == a || c == b)
+                .fold(0, |m, (i, _)| m | 1u64 << i),
+        }
+    }
+}
+
+impl Iterator for Firsts<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        let mut empty = 0;
+        while self.mask == 0 {
+            self.at += BLOCK;
+            if self.at >= self.s.len() {
+                return None;
+            }
+            self.mask = self.block_mask();
+            empty += 1;
+            if self.mask == 0 && empty >= SPARSE_AFTER {
+                // The document is sparse here, and `memchr` crosses long stretches faster than
+                // masks do (an x-P file has five marks per megabyte: 0.96 ms against 0.49 for
+                // 10 MB, masks alone). The next block starts at the next candidate.
+                let (a, b) = self.firsts;
+                let from = self.at + BLOCK;
+                let rest = self.s.get(from..).unwrap_or_default();
+                let next = if a == b {
+                    memchr::memchr(a, rest)
+                } else {
+                    memchr::memchr2(a, b, rest)
+                };
+                self.at = next.map_or(self.s.len(), |d| from + d);
+                if self.at >= self.s.len() {
+                    return None;
+                }
+                self.mask = self.block_mask();
+            }
+        }
+        let bit = self.mask.trailing_zeros() as usize;
+        self.mask &= self.mask - 1;
+        Some(self.at + bit)
+    }
 }
 
 /// Where [`scan`] is: inside a classified part or not, and where the content not reported yet
@@ -142,12 +286,14 @@ impl State {
                 continue;
             }
             let rest = &s[p..];
-            let (is_start, len) = if starts_with(rest, fast.start) {
-                (true, fast.start.len())
-            } else if starts_with(rest, fast.end) {
-                (false, fast.end.len())
-            } else {
-                continue;
+            let (is_start, len) = match fast.words.zip(word_at(s, p)) {
+                Some((words, w)) if words.0.is_in(w) => (true, words.0.len),
+                Some((words, w)) if words.1.is_in(w) => (false, words.1.len),
+                Some(_) => continue,
+                // Near the end of `s`, or marks longer than a word.
+                None if starts_with(rest, fast.start) => (true, fast.start.len()),
+                None if starts_with(rest, fast.end) => (false, fast.end.len()),
+                None => continue,
             };
             // An odd run of escapes right before the mark makes it literal content. The run
             // cannot reach into the mark before: the escape byte is in neither mark.
@@ -252,6 +398,77 @@ mod tests {
             assert!(parse_all(&cfg, doc).is_err());
             assert_eq!(fast_parse(&cfg, doc), None, "{doc:?}");
         }
+    }
+
+    proptest::proptest! {
+        /// The 64-byte masks find exactly the bytes a linear search finds, in order, whatever
+        /// the slice's length (whole blocks and a shorter last one) and whether the two bytes
+        /// are one.
+        #[test]
+        fn the_masks_find_every_first_byte_in_order(
+            s in proptest::collection::vec(
+                proptest::prop_oneof![3 => proptest::prelude::any::<u8>(), 1 => proptest::strategy::Just(b'<')],
+                0..1200,
+            ),
+            a in proptest::prop_oneof![proptest::strategy::Just(b'<'), proptest::prelude::any::<u8>()],
+            b in proptest::prop_oneof![proptest::strategy::Just(b'>'), proptest::prelude::any::<u8>()],
+            same in proptest::prelude::any::<bool>(),
+        ) {
+            let firsts = (a, if same { a } else { b });
+            let want: Vec<usize> = s
+                .iter()
+                .enumerate()
+                .filter(|&(_, &c)| c == firsts.0 || c == firsts.1)
+                .map(|(i, _)| i)
+                .collect();
+            proptest::prop_assert_eq!(Firsts::new(&s, firsts).collect::<Vec<_>>(), want);
+        }
+    }
+
+    /// Every position after any stretch without candidates, short or long enough for `memchr`
+    /// to take over, and at either end of a block.
+    #[test]
+    fn a_candidate_anywhere_after_a_stretch_without_any_is_found() {
+        let len = BLOCK * (SPARSE_AFTER + 3) + 5;
+        for p in 0..len {
+            for with_first in [false, true] {
+                let mut s = vec![b'x'; len];
+                s[p] = b'<';
+                let mut want = vec![p];
+                if with_first && p > 0 {
+                    s[0] = b'>';
+                    want.insert(0, 0);
+                }
+                assert_eq!(
+                    Firsts::new(&s, (b'<', b'>')).collect::<Vec<_>>(),
+                    want,
+                    "{p}"
+                );
+            }
+        }
+    }
+
+    /// A word matches its mark's bytes and nothing that differs in any bit of them, whatever
+    /// follows the mark.
+    #[test]
+    fn a_mark_word_tells_every_bit_of_its_mark() {
+        let bytes = *b"<$S>abcde";
+        for len in 1..=8 {
+            let mark = &bytes[..len];
+            let word = Word::new(mark).expect("fits a word");
+            let at = |b: &[u8]| word_at(b, 0).expect("8 bytes");
+            assert!(word.is_in(at(&bytes[..8])));
+            for bit in 0..8 * len {
+                let mut other = bytes;
+                other[bit / 8] ^= 1 << (bit % 8);
+                assert!(!word.is_in(at(&other[..8])), "{len} {bit}");
+            }
+            // Bytes after the mark do not count.
+            let mut after = bytes;
+            after[len] ^= 0xff;
+            assert!(word.is_in(at(&after[..8])));
+        }
+        assert!(Word::new(b"").is_none() && Word::new(b"123456789").is_none());
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub trait Gather: Default + Send {
 
 impl Gather for Collector {
     type Out = ParsedMarks;
+    #[inline]
     fn event(&mut self, ev: Event<'_>) {
         Collector::event(self, ev)
     }
@@ -61,6 +62,7 @@ impl Gather for Collector {
 
 impl Gather for Counter {
     type Out = MarkCounts;
+    #[inline]
     fn event(&mut self, ev: Event<'_>) {
         Counter::event(self, ev)
     }

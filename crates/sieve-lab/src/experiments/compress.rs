@@ -728,7 +728,8 @@ mod tests {
         );
         assert!(r.body.contains("| 1500 |"), "{}", r.body);
         assert!(
-            r.body.contains("| 1900 (zstd:19) | 95.0 % | 95.0 % [76.0, 105.6] |"),
+            r.body
+                .contains("| 1900 (zstd:19) | 95.0 % | 95.0 % [76.0, 105.6] |"),
             "{}",
             r.body
         );
