@@ -174,8 +174,8 @@ const SPARSE_AFTER: usize = 4;
 /// document (a marked value every few dozen bytes: logs, CSV exports) that was about half the
 /// fast pass's time (criterion's `marks-pass`, 8 MiB of generated log with 140,720 marks, Intel
 /// Xeon model 207). A mask costs the same per block whatever it holds, and taking a hit from it
-/// is two instructions. Past a block with no candidate, `memchr` finds the next one, so a
-/// sparse document is crossed at `memchr`'s speed.
+/// is two instructions. Past [`SPARSE_AFTER`] blocks in a row with no candidate, `memchr` finds
+/// the next one, so a sparse document is crossed at `memchr`'s speed.
 struct Firsts<'s> {
     s: &'s [u8],
     firsts: (u8, u8),
