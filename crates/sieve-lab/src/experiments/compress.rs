@@ -437,6 +437,18 @@ fn verdicts(rows: &[&GoalRow]) -> String {
     )
 }
 
+/// The response times of `a` and `b` in the same rounds, in `a`'s order: every way runs once
+/// per round, so pairs share the machine's state of that round.
+fn by_round(a: &[&Row], b: &[&Row]) -> Vec<(f64, f64)> {
+    a.iter()
+        .filter_map(|x| {
+            b.iter()
+                .find(|y| y.rep == x.rep)
+                .map(|y| (x.response_ms, y.response_ms))
+        })
+        .collect()
+}
+
 /// Empty the path memory in the cache at `dir` (its calibration stays): the next session is a
 /// first one to every receiver.
 fn forget_paths(dir: &Path) -> Result<()> {
@@ -503,15 +515,11 @@ pub(crate) fn render(rows: &[Row], dir: &Path) -> Result<Report> {
             // rounds cancels; its interval decides the verdict on the goal.
             let per_round = |v: &str| {
                 ideal.map_or(Estimate::NONE, |(iv, _)| {
-                    let shares: Vec<f64> = at(link, corpus, *p, iv)
-                        .iter()
-                        .filter_map(|i| {
-                            at(link, corpus, *p, v)
-                                .into_iter()
-                                .find(|a| a.rep == i.rep)
-                                .map(|a| i.response_ms / a.response_ms * 100.0)
-                        })
-                        .collect();
+                    let shares: Vec<f64> =
+                        by_round(&at(link, corpus, *p, iv), &at(link, corpus, *p, v))
+                            .into_iter()
+                            .map(|(i, a)| i / a * 100.0)
+                            .collect();
                     Estimate::median_of(&shares)
                 })
             };
@@ -552,14 +560,10 @@ pub(crate) fn render(rows: &[Row], dir: &Path) -> Result<Report> {
                 first_rows.push((link.to_string(), corpus.clone(), *p, s, first_round));
             }
             // The sieve's default against secure-only, paired by round.
-            let so = at(link, corpus, *p, "secure-only");
-            let pairs = so.iter().filter_map(|s| {
-                at(link, corpus, *p, "sieve auto")
-                    .into_iter()
-                    .find(|a| a.rep == s.rep)
-                    .map(|a| (s.response_ms, a.response_ms))
-            });
-            let e = Estimate::improvement(pairs);
+            let e = Estimate::improvement(by_round(
+                &at(link, corpus, *p, "secure-only"),
+                &at(link, corpus, *p, "sieve auto"),
+            ));
             if e.point.is_finite() {
                 findings.push(Finding::new(
                     ID,
