@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn a_plain_frame_is_tagged_in_steps_once_its_manifest_is_here() {
-        let layout = Layout::from_ranges(2_000_000, &[100_000..100_050]);
+        let layout = Layout::from_ranges(2_000_000, std::slice::from_ref(&(100_000..100_050)));
         let placement = Arc::new(Placement::new(&layout, None).unwrap());
         let mac = PlainMac::derive(&[7; 32], &[3; 16]);
         let bytes: Vec<u8> = (0..900_000u32).map(|i| (i % 253) as u8).collect();
