@@ -581,9 +581,9 @@ pub struct MarkCounts {
     /// Classified ranges (marked spans, empty ones included).
     pub ranges: u64,
     /// Whether the first classified range starts at content offset 0.
-    starts_classified: bool,
+    pub(crate) starts_classified: bool,
     /// Content offset where the last classified range ends.
-    last_end: u64,
+    pub(crate) last_end: u64,
 }
 
 impl MarkCounts {

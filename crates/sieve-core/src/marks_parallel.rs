@@ -34,6 +34,17 @@ pub trait Gather: Default + Send {
     fn finish(self) -> Self::Out;
     /// `whole` followed by `part`, the part of the input right after it.
     fn append(whole: &mut Self::Out, part: Self::Out);
+    /// The fast pass over a part ([`marks_fast::scan`]), gathered.
+    fn fast_pass(
+        fast: &Fast<'_>,
+        s: &[u8],
+        base: u64,
+        done: &mut impl FnMut(std::ops::Range<usize>),
+    ) -> Result<Self::Out, marks_fast::Misplaced> {
+        let mut gather = Self::default();
+        marks_fast::scan(fast, s, base, STEP, &mut |ev| gather.event(ev), done)?;
+        Ok(gather.finish())
+    }
 }
 
 impl Gather for Collector {
@@ -71,6 +82,15 @@ impl Gather for Counter {
     }
     fn append(whole: &mut MarkCounts, part: MarkCounts) {
         whole.append(part)
+    }
+    /// Counted in place, without the events ([`marks_fast::count`]).
+    fn fast_pass(
+        fast: &Fast<'_>,
+        s: &[u8],
+        _base: u64,
+        done: &mut impl FnMut(std::ops::Range<usize>),
+    ) -> Result<MarkCounts, marks_fast::Misplaced> {
+        marks_fast::count(fast, s, STEP, done)
     }
 }
 
@@ -167,11 +187,9 @@ fn parse_part<G: Gather>(
     done: &(dyn Fn(std::ops::Range<usize>) + Sync),
 ) -> Result<G::Out, MarkError> {
     if let Some(fast) = Fast::new(cfg) {
-        let mut gather = G::default();
-        let mut sink = |ev: Event<'_>| gather.event(ev);
         let mut release = |r: std::ops::Range<usize>| done(a + r.start..a + r.end);
-        if marks_fast::scan(&fast, &input[a..b], a as u64, STEP, &mut sink, &mut release).is_ok() {
-            return Ok(gather.finish());
+        if let Ok(out) = G::fast_pass(&fast, &input[a..b], a as u64, &mut release) {
+            return Ok(out);
         }
     }
     let mut parser = MarkParser::starting_at(cfg.clone(), a as u64)?;

@@ -161,11 +161,21 @@ proptest! {
                 assert_eq!(r.start, released);
                 released = r.end;
             });
+            // Counting in place gives up where the scan does, and counts what its events do.
+            let mut counted_to = 0;
+            let counted = marks_fast::count(&fast, input, step, &mut |r| {
+                assert_eq!(r.start, counted_to);
+                counted_to = r.end;
+            });
+            prop_assert_eq!(counted.is_ok(), r.is_ok());
             match (r, marks::parse_all(&cfg, input)) {
                 (Ok(()), Ok(parsed)) => {
                     prop_assert_eq!(released, input.len());
+                    prop_assert_eq!(counted_to, input.len());
                     prop_assert_eq!(col.finish(), parsed);
-                    prop_assert_eq!(Ok(counter.finish()), marks::count_all(&cfg, input));
+                    let counts = marks::count_all(&cfg, input);
+                    prop_assert_eq!(Ok(counter.finish()), counts.clone());
+                    prop_assert_eq!(counted.ok(), counts.ok());
                 }
                 (Err(_), Err(_)) => {}
                 (r, p) => prop_assert!(false, "fast pass {:?}, parser {:?}", r, p.map(|_| ())),
