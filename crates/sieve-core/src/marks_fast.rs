@@ -277,6 +277,35 @@ impl Iterator for Firsts<'_> {
     }
 }
 
+/// The mark at `p` of `s` (whether it is the start mark, and its length), unless the bytes there
+/// are neither mark or the mark is escaped; `lit` is where the content after the last mark taken
+/// starts.
+#[inline(always)]
+fn mark_at(fast: &Fast<'_>, s: &[u8], lit: usize, p: usize) -> Option<(bool, usize)> {
+    let (is_start, len) = match fast.words.zip(word_at(s, p)) {
+        Some((words, w)) if words.0.is_in(w) => (true, words.0.len),
+        Some((words, w)) if words.1.is_in(w) => (false, words.1.len),
+        Some(_) => return None,
+        // Near the end of `s`, or marks longer than a word.
+        None if starts_with(&s[p..], fast.start) => (true, fast.start.len()),
+        None if starts_with(&s[p..], fast.end) => (false, fast.end.len()),
+        None => return None,
+    };
+    // An odd run of escapes right before the mark makes it literal content. The run cannot
+    // reach into the mark before: the escape byte is in neither mark.
+    if p > lit && s[p - 1] == fast.escape {
+        let escapes = s[lit..p]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == fast.escape)
+            .count();
+        if escapes % 2 == 1 {
+            return None;
+        }
+    }
+    Some((is_start, len))
+}
+
 /// Where [`scan`] is: inside a classified part or not, and where the content not reported yet
 /// starts.
 struct State {
@@ -302,26 +331,9 @@ impl State {
                 // a guard.
                 continue;
             }
-            let rest = &s[p..];
-            let (is_start, len) = match fast.words.zip(word_at(s, p)) {
-                Some((words, w)) if words.0.is_in(w) => (true, words.0.len),
-                Some((words, w)) if words.1.is_in(w) => (false, words.1.len),
-                Some(_) => continue,
-                // Near the end of `s`, or marks longer than a word.
-                None if starts_with(rest, fast.start) => (true, fast.start.len()),
-                None if starts_with(rest, fast.end) => (false, fast.end.len()),
-                None => continue,
-            };
-            // An odd run of escapes right before the mark makes it literal content. The run
-            // cannot reach into the mark before: the escape byte is in neither mark.
-            let escapes = s[self.lit..p]
-                .iter()
-                .rev()
-                .take_while(|&&b| b == fast.escape)
-                .count();
-            if escapes % 2 == 1 {
+            let Some((is_start, len)) = mark_at(fast, s, self.lit, p) else {
                 continue;
-            }
+            };
             if is_start == self.open {
                 return Err(Misplaced);
             }
@@ -389,31 +401,16 @@ struct Tally {
 }
 
 impl Tally {
-    /// Take the mark at `p`, if the bytes there are one and it is not escaped: the same
-    /// decisions as [`State::marks`].
+    /// Take the mark at `p`, if the bytes there are one and it is not escaped ([`mark_at`], as
+    /// [`State::marks`] decides).
     #[inline(always)]
     fn mark_at(&mut self, fast: &Fast<'_>, s: &[u8], p: usize) -> Result<(), Misplaced> {
         if p < self.lit {
             return Ok(());
         }
-        let (is_start, len) = match fast.words.zip(word_at(s, p)) {
-            Some((words, w)) if words.0.is_in(w) => (true, words.0.len),
-            Some((words, w)) if words.1.is_in(w) => (false, words.1.len),
-            Some(_) => return Ok(()),
-            None if starts_with(&s[p..], fast.start) => (true, fast.start.len()),
-            None if starts_with(&s[p..], fast.end) => (false, fast.end.len()),
-            None => return Ok(()),
+        let Some((is_start, len)) = mark_at(fast, s, self.lit, p) else {
+            return Ok(());
         };
-        if p > self.lit && s[p - 1] == fast.escape {
-            let escapes = s[self.lit..p]
-                .iter()
-                .rev()
-                .take_while(|&&b| b == fast.escape)
-                .count();
-            if escapes % 2 == 1 {
-                return Ok(());
-            }
-        }
         if is_start == self.open {
             return Err(Misplaced);
         }
