@@ -4,12 +4,14 @@
 //! is the document. Feeding it in two chunks, and one byte at a time, must give exactly what
 //! `parse_all` gives (the same `ParsedMarks`, or the same error), and every content event must be
 //! a verbatim slice of the input at the offset it reports. The parallel parse
-//! (`marks_parallel`) must agree too.
+//! (`marks_parallel`) must agree too, and so must the parallel count (which counts marks in
+//! place, without the parser's events, where the marks allow): the same counts, or an error
+//! where the parse fails.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sieve_core::marks::{self, Collector, Event, MarkConfig, MarkError, MarkParser, ParsedMarks};
-use sieve_core::marks_parallel::parse_parallel;
+use sieve_core::marks_parallel::{count_parallel_releasing, parse_parallel};
 
 fuzz_target!(|data: &[u8]| {
     let [split, sel, input @ ..] = data else {
@@ -35,6 +37,11 @@ fuzz_target!(|data: &[u8]| {
             parse_parallel(&cfg, input, threads, min_part),
             whole,
             "{threads} threads, parts of at least {min_part}"
+        );
+        assert_eq!(
+            count_parallel_releasing(&cfg, input, threads, min_part, &|_| {}),
+            marks::count_all(&cfg, input),
+            "counting on {threads} threads, parts of at least {min_part}"
         );
     }
 
