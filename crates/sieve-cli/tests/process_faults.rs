@@ -548,8 +548,13 @@ fn flood_keeps_the_receiver_process_bounded() {
             };
             let b = blast(addr, &bytes, Duration::from_secs(5));
             assert!(b.closed, "a silent client was not dropped within 5 s");
+            // On the TLS port the handshake timeout drops it. On the plain port this one
+            // address may hold more waiters at once than its share of the pool (128): 10 silent
+            // clients, 64 held ones, up to 32 JOINs and 30 garbage connections. The oldest, these
+            // silent clients, are then evicted first, as `admission` intends, sometimes within
+            // milliseconds.
             assert!(
-                b.took >= Duration::from_millis(500),
+                addr == plain || b.took >= Duration::from_millis(500),
                 "dropped after {:?}",
                 b.took
             );
