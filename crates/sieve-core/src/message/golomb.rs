@@ -248,7 +248,7 @@ impl LensDecoder<'_> {
     /// Inlined: a receiver decodes every length of a dense document's manifest several times
     /// (parsing it, building its placement, walking it for each frame), and as a call the fast
     /// path cost more in its prologue and spills than in its work. Codewords of more than 57
-    /// bits, and the last bytes of the code, take [`LensDecoder::next_len_slow`]. Criterion's
+    /// bits, and the last bytes of the code, take a path out of line. Criterion's
     /// `manifest/parse` (a manifest parsed into its placement: two passes over the lengths),
     /// this build against the one before alternating, 7 rounds, Intel Xeon model 207: per-round
     /// median 0.86 [0.57..1.09] of the time for 453,677 segments of prose, 0.90 [0.69..1.18]
