@@ -87,7 +87,7 @@ fn dense(c: &mut Criterion) {
         ("letters-10MB-10".to_string(), doc(10 * MB, 0.1)),
     ];
     for (id, d) in &docs {
-        let (id, d) = (id.as_str(), d);
+        let id = id.as_str();
         g.throughput(Throughput::Bytes(d.len() as u64));
         g.bench_with_input(BenchmarkId::new("sieve", id), &d, |b, d| {
             b.iter(|| {

@@ -146,16 +146,7 @@ pub fn scan(
         open: false,
         lit: 0,
     };
-    let step = step.max(1);
-    let mut w = 0;
-    while w < s.len() {
-        let to = (w + step).min(s.len());
-        // Candidates start in this window; a mark may run past its end.
-        let c = Firsts::new(&s[w..to], fast.firsts).map(|d| w + d);
-        state.marks(fast, s, base, c, sink)?;
-        done(w..to);
-        w = to;
-    }
+    each_candidate(fast, s, step, done, |p| state.mark(fast, s, base, p, sink))?;
     if state.open {
         return Err(Misplaced);
     }
@@ -164,6 +155,30 @@ pub fn scan(
             at: base + state.lit as u64,
             bytes: &s[state.lit..],
         });
+    }
+    Ok(())
+}
+
+/// Call `take` with every offset of `s` that holds a mark's first byte, in order, `step` bytes
+/// at a time, and `done` with each range of `s` once the candidates in it are taken (a mark may
+/// run past its range's end): the walk [`scan`] and [`count`] share.
+#[inline(always)]
+fn each_candidate(
+    fast: &Fast<'_>,
+    s: &[u8],
+    step: usize,
+    done: &mut impl FnMut(std::ops::Range<usize>),
+    mut take: impl FnMut(usize) -> Result<(), Misplaced>,
+) -> Result<(), Misplaced> {
+    let step = step.max(1);
+    let mut w = 0;
+    while w < s.len() {
+        let to = (w + step).min(s.len());
+        for d in Firsts::new(&s[w..to], fast.firsts) {
+            take(w + d)?;
+        }
+        done(w..to);
+        w = to;
     }
     Ok(())
 }
@@ -278,10 +293,14 @@ impl Iterator for Firsts<'_> {
 }
 
 /// The mark at `p` of `s` (whether it is the start mark, and its length), unless the bytes there
-/// are neither mark or the mark is escaped; `lit` is where the content after the last mark taken
-/// starts.
+/// are neither mark, the mark is escaped, or `p` lies inside the last mark taken; `lit` is where
+/// the content after that mark starts.
 #[inline(always)]
 fn mark_at(fast: &Fast<'_>, s: &[u8], lit: usize, p: usize) -> Option<(bool, usize)> {
+    if p < lit {
+        // Inside a mark just taken: impossible for marks that do not overlap, kept as a guard.
+        return None;
+    }
     let (is_start, len) = match fast.words.zip(word_at(s, p)) {
         Some((words, w)) if words.0.is_in(w) => (true, words.0.len),
         Some((words, w)) if words.1.is_in(w) => (false, words.1.len),
@@ -314,44 +333,37 @@ struct State {
 }
 
 impl State {
-    /// Take the marks at the `candidates` (offsets in `s`, increasing, each holding a mark's
-    /// first byte).
+    /// Take the mark at `p` (an offset in `s` holding a mark's first byte, after the last one
+    /// taken), if the bytes there are one and it is not escaped ([`mark_at`]).
     #[inline(always)]
-    fn marks(
+    fn mark(
         &mut self,
         fast: &Fast<'_>,
         s: &[u8],
         base: u64,
-        candidates: impl Iterator<Item = usize>,
+        p: usize,
         sink: &mut impl FnMut(Event<'_>),
     ) -> Result<(), Misplaced> {
-        for p in candidates {
-            if p < self.lit {
-                // Inside a mark just taken: impossible for marks that do not overlap, kept as
-                // a guard.
-                continue;
-            }
-            let Some((is_start, len)) = mark_at(fast, s, self.lit, p) else {
-                continue;
-            };
-            if is_start == self.open {
-                return Err(Misplaced);
-            }
-            if p > self.lit {
-                sink(Event::Data {
-                    at: base + self.lit as u64,
-                    bytes: &s[self.lit..p],
-                });
-            }
-            let at = base + p as u64;
-            sink(if is_start {
-                Event::Start { at }
-            } else {
-                Event::End { at }
-            });
-            self.open = is_start;
-            self.lit = p + len;
+        let Some((is_start, len)) = mark_at(fast, s, self.lit, p) else {
+            return Ok(());
+        };
+        if is_start == self.open {
+            return Err(Misplaced);
         }
+        if p > self.lit {
+            sink(Event::Data {
+                at: base + self.lit as u64,
+                bytes: &s[self.lit..p],
+            });
+        }
+        let at = base + p as u64;
+        sink(if is_start {
+            Event::Start { at }
+        } else {
+            Event::End { at }
+        });
+        self.open = is_start;
+        self.lit = p + len;
         Ok(())
     }
 }
@@ -369,16 +381,7 @@ pub fn count(
     done: &mut impl FnMut(std::ops::Range<usize>),
 ) -> Result<MarkCounts, Misplaced> {
     let mut t = Tally::default();
-    let step = step.max(1);
-    let mut w = 0;
-    while w < s.len() {
-        let to = (w + step).min(s.len());
-        for d in Firsts::new(&s[w..to], fast.firsts) {
-            t.mark_at(fast, s, w + d)?;
-        }
-        done(w..to);
-        w = to;
-    }
+    each_candidate(fast, s, step, done, |p| t.mark_at(fast, s, p))?;
     if t.open {
         return Err(Misplaced);
     }
@@ -405,9 +408,6 @@ impl Tally {
     /// [`State::marks`] decides).
     #[inline(always)]
     fn mark_at(&mut self, fast: &Fast<'_>, s: &[u8], p: usize) -> Result<(), Misplaced> {
-        if p < self.lit {
-            return Ok(());
-        }
         let Some((is_start, len)) = mark_at(fast, s, self.lit, p) else {
             return Ok(());
         };
