@@ -181,6 +181,25 @@ fn manifest(c: &mut Criterion) {
                 Placement::from_manifest(&m, Some((4, 4))).expect("fits")
             })
         });
+        // The receiver's walks: every frame of either stream placed, plain frames of 4 MiB and
+        // classified ones of 64 KiB (each walk decodes every segment of its range, both kinds).
+        let placement = Placement::new(&doc.layout, Some((4, 4))).expect("fits");
+        g.bench_with_input(BenchmarkId::new("place", &id), &placement, |b, p| {
+            b.iter(|| {
+                let mut sum = 0u64;
+                for (kind, frame) in [(Kind::Plain, 4u64 << 20), (Kind::Secure, 64 << 10)] {
+                    let total = p.stream_len(kind);
+                    let mut at = 0;
+                    while at < total {
+                        let n = frame.min(total - at);
+                        p.place(kind, at, n, |o, _, l| sum = sum.wrapping_add(o ^ l))
+                            .expect("within the stream");
+                        at += n;
+                    }
+                }
+                sum
+            })
+        });
     }
     g.finish();
 }

@@ -241,6 +241,8 @@ pub struct Placement {
     marks: Option<(u64, u64)>,
     checkpoints: Vec<Checkpoint>,
     stream_len: [u64; 2],
+    /// The longest segment of each kind.
+    longest: [u64; 2],
     output_len: u64,
 }
 
@@ -382,6 +384,7 @@ impl Placement {
             marks,
             checkpoints: Vec::with_capacity(segments / CHECKPOINT + 1),
             stream_len: [0; 2],
+            longest: [0; 2],
             output_len: 0,
         };
         let mut out = 0u64;
@@ -405,6 +408,7 @@ impl Placement {
                 .ok_or(OutputOverflow)?;
             // Stream lengths are parts of the output length, so they cannot overflow if it does not.
             p.stream_len[kind.index()] += len;
+            p.longest[kind.index()] = p.longest[kind.index()].max(len);
         }
         if p.checkpoints.is_empty() {
             p.checkpoints.push(Checkpoint {
@@ -447,6 +451,28 @@ impl Placement {
         self.stream_len[kind.index()]
     }
 
+    /// Length of the longest segment of `kind` (0 if it has none): a caller that cuts a stream
+    /// only where long runs begin (the cleartext MAC's units do) can tell without walking the
+    /// layout that a document has none.
+    pub fn longest(&self, kind: Kind) -> u64 {
+        self.longest[kind.index()]
+    }
+
+    /// Check that the piece `offset..offset + len` lies within the stream of `kind`; returns
+    /// its end.
+    pub fn check_piece(&self, kind: Kind, offset: u64, len: u64) -> Result<u64, OutOfStream> {
+        let total = self.stream_len[kind.index()];
+        offset
+            .checked_add(len)
+            .filter(|&e| e <= total)
+            .ok_or(OutOfStream {
+                kind,
+                offset,
+                end: offset.saturating_add(len),
+                len: total,
+            })
+    }
+
     /// Segments of the layout.
     pub fn segments(&self) -> usize {
         self.segments
@@ -484,16 +510,7 @@ impl Placement {
         len: u64,
         mut f: impl FnMut(u64, u64, u64),
     ) -> Result<(), OutOfStream> {
-        let total = self.stream_len[kind.index()];
-        let end = offset
-            .checked_add(len)
-            .filter(|&e| e <= total)
-            .ok_or(OutOfStream {
-                kind,
-                offset,
-                end: offset.saturating_add(len),
-                len: total,
-            })?;
+        let end = self.check_piece(kind, offset, len)?;
         if len == 0 {
             return Ok(());
         }

@@ -274,10 +274,14 @@ proptest! {
             let offset = at.index(map.len()) as u64;
             let len = len.min(map.len() as u64 - offset);
             let mut got = vec![u64::MAX; len as usize];
+            // Runs are never empty: a receiver counts them (a classified frame may hold one).
+            let mut empty_runs = 0;
             p.place(kind, offset, len, |o, within, n| {
+                empty_runs += usize::from(n == 0);
                 for k in 0..n { got[(within + k) as usize] = o + k; }
             }).unwrap();
             prop_assert_eq!(&got[..], &map[offset as usize..(offset + len) as usize]);
+            prop_assert_eq!(empty_runs, 0);
         }
         let beyond = p.place(Kind::Plain, p.stream_len(Kind::Plain), 1, |_, _, _| {});
         prop_assert!(beyond.is_err());

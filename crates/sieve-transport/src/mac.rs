@@ -80,6 +80,30 @@ pub fn units(
     len: u64,
     mut f: impl FnMut(u64, u64),
 ) -> Result<(), OutOfStream> {
+    if streams.longest(Kind::Plain) < MIN_RUN_UNIT {
+        // No run is long enough to be cut at, so the units are the blocks: no walk over the
+        // layout, whose segments a dense document has by the hundred thousand. Both ends walked
+        // it here for every plain frame: 12 % of a receiver's CPU samples for 32 MiB of
+        // generated CSV (557,318 segments), Intel Xeon model 207.
+        let end = streams.check_piece(Kind::Plain, offset, len)?;
+        let mut at = offset;
+        while at < end {
+            let take = ((at / MAC_BLOCK + 1) * MAC_BLOCK).min(end) - at;
+            f(at - offset, take);
+            at += take;
+        }
+        return Ok(());
+    }
+    units_by_walk(streams, offset, len, f)
+}
+
+/// [`units`] for a layout with long runs: a walk over the frame's runs.
+fn units_by_walk(
+    streams: &Placement,
+    offset: u64,
+    len: u64,
+    mut f: impl FnMut(u64, u64),
+) -> Result<(), OutOfStream> {
     // The unit being grown: its start in the stream and its length.
     let mut cur: Option<(u64, u64)> = None;
     streams.place(Kind::Plain, offset, len, |_, within, n| {
@@ -419,6 +443,40 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Where no run is long enough to be cut at, the blocks that [`units`] gives without a
+        /// walk are the units the walk gives, wherever the frame lies.
+        #[test]
+        fn short_runs_give_the_units_of_the_walk(
+            runs in proptest::collection::vec(0u64..MIN_RUN_UNIT, 1..400),
+            marks in proptest::collection::vec(0u64..9, 1..400),
+            start in 0u64..2_000_000,
+            len in 0u64..2_000_000,
+        ) {
+            let mut ranges = Vec::new();
+            let mut at = 0;
+            for (r, m) in runs.iter().zip(marks.iter().cycle()) {
+                at += r;
+                ranges.push(at..at + m);
+                at += m;
+            }
+            let layout = Layout::from_ranges(at + 1, &ranges);
+            let p = Placement::new(&layout, None).unwrap();
+            proptest::prop_assert!(p.longest(Kind::Plain) < MIN_RUN_UNIT);
+            let plain = p.stream_len(Kind::Plain);
+            let start = start % (plain + 1);
+            let len = len % (plain - start + 1);
+            let (mut fast, mut walked) = (Vec::new(), Vec::new());
+            units(&p, start, len, |w, n| fast.push((w, n))).unwrap();
+            units_by_walk(&p, start, len, |w, n| walked.push((w, n))).unwrap();
+            proptest::prop_assert_eq!(fast, walked);
+            // Beyond the stream, both refuse alike.
+            let over = plain - start + 1;
+            proptest::prop_assert_eq!(
+                units(&p, start, over, |_, _| {}).unwrap_err(),
+                units_by_walk(&p, start, over, |_, _| {}).unwrap_err()
+            );
+        }
+
         /// However the runs and the frame fall, units cover the frame exactly, in order, never
         /// cross a block, and are few: at most one per block, per long run and per frame end.
         #[test]
