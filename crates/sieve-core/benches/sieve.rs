@@ -181,6 +181,10 @@ fn manifest(c: &mut Criterion) {
                 Placement::from_manifest(&m, Some((4, 4))).expect("fits")
             })
         });
+        // The sender's placement of the same layout.
+        g.bench_with_input(BenchmarkId::new("placement", &id), &doc.layout, |b, l| {
+            b.iter(|| Placement::new(l, Some((4, 4))).expect("fits"))
+        });
         // The receiver's walks: every frame of either stream placed, plain frames of 4 MiB and
         // classified ones of 64 KiB (each walk decodes every segment of its range, both kinds).
         let placement = Placement::new(&doc.layout, Some((4, 4))).expect("fits");

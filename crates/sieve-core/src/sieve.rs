@@ -351,11 +351,22 @@ pub fn output_len(layout: &Layout, marks: Option<(u64, u64)>) -> Result<u64, Out
 
 impl Placement {
     /// `marks`: lengths of the start and end marks to restore, or `None` to strip them.
+    ///
+    /// The checkpoints' bit positions are counted from the lengths, not decoded back from the
+    /// code: a sender builds the placement of every document it sends, and for a dense one
+    /// (hundreds of thousands of segments) decoding them again cost as much as encoding.
     pub fn new(layout: &Layout, marks: Option<(u64, u64)>) -> Result<Placement, OutputOverflow> {
         let code = LensCode::choose(layout);
         let mut lens = Vec::new();
         code.encode(layout, &mut lens);
-        Placement::from_code(layout.first, code, lens, layout.lens.len(), marks)
+        let mut at = 0u64;
+        let mut segments = layout.segments();
+        Placement::build(layout.first, code, lens, layout.lens.len(), marks, |_| {
+            let (kind, len) = segments.next().ok_or(OutputOverflow)?;
+            let here = at;
+            at += u64::from(code.len_bits(kind, len));
+            Ok((here, kind, len))
+        })
     }
 
     /// The placement of a manifest as it travelled: its code is kept as it is, with no expanded
@@ -367,14 +378,35 @@ impl Placement {
         Placement::from_code(m.first, m.code, m.lens.to_vec(), m.segments, marks)
     }
 
-    /// Build a placement over `segments` lengths held in `code` in `lens`: one pass that keeps
-    /// a checkpoint every [`CHECKPOINT`] segments and checks that the output length fits.
+    /// Build a placement over `segments` lengths held in `code` in `lens`, decoding them.
     fn from_code(
         first: Kind,
         code: LensCode,
         lens: Vec<u8>,
         segments: usize,
         marks: Option<(u64, u64)>,
+    ) -> Result<Placement, OutputOverflow> {
+        let (mut at, mut seg) = (0u64, 0usize);
+        Placement::build(first, code, lens, segments, marks, |lens| {
+            let mut dec = code.decoder_at(lens, first, at, seg);
+            // Lengths written by `new` or checked by the manifest's parser.
+            let (kind, len) = dec.next_len().map_err(|_| OutputOverflow)?;
+            let here = at;
+            (at, seg) = (dec.bit_pos(), seg + 1);
+            Ok((here, kind, len))
+        })
+    }
+
+    /// Build a placement over `segments` lengths held in `code` in `lens`, which `next` (handed
+    /// `lens`) gives in order with the bit position of each one's codeword: one pass that keeps a checkpoint
+    /// every [`CHECKPOINT`] segments and checks that the output length fits.
+    fn build(
+        first: Kind,
+        code: LensCode,
+        lens: Vec<u8>,
+        segments: usize,
+        marks: Option<(u64, u64)>,
+        mut next: impl FnMut(&[u8]) -> Result<(u64, Kind, u64), OutputOverflow>,
     ) -> Result<Placement, OutputOverflow> {
         let mut p = Placement {
             first,
@@ -388,18 +420,16 @@ impl Placement {
             output_len: 0,
         };
         let mut out = 0u64;
-        let mut dec = code.decoder(&p.lens, first);
         for i in 0..segments {
+            let (at, kind, len) = next(&p.lens)?;
             if i % CHECKPOINT == 0 {
                 p.checkpoints.push(Checkpoint {
                     seg: i,
-                    at: dec.bit_pos(),
+                    at,
                     stream: p.stream_len,
                     output: out,
                 });
             }
-            // Lengths written by `new` or checked by the manifest's parser.
-            let (kind, len) = dec.next_len().map_err(|_| OutputOverflow)?;
             let (start, end) = p.marks_around(kind);
             out = out
                 .checked_add(start)
@@ -539,6 +569,29 @@ impl Placement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// A sender's placement, whose checkpoints are counted from the lengths, is the one a
+        /// receiver decodes from the same code: same checkpoints, sums and longest runs.
+        #[test]
+        fn counted_checkpoints_are_the_decoded_ones(
+            lens in proptest::collection::vec(
+                proptest::prop_oneof![8 => 0u64..64, 4 => 0u64..100_000, 1 => (1u64 << 40)..(1 << 50)],
+                0..300),
+            secure_first in proptest::bool::ANY,
+            marks in proptest::option::of((1u64..6, 1u64..6)),
+        ) {
+            let first = if secure_first { Kind::Secure } else { Kind::Plain };
+            let layout = Layout { first, lens };
+            let built = Placement::new(&layout, marks);
+            proptest::prop_assert!(built.is_ok());
+            let code = LensCode::choose(&layout);
+            let mut bytes = Vec::new();
+            code.encode(&layout, &mut bytes);
+            let decoded = Placement::from_code(first, code, bytes, layout.lens.len(), marks);
+            proptest::prop_assert_eq!(built, decoded);
+        }
+    }
 
     #[test]
     fn figure_3_1_example() {

@@ -63,6 +63,11 @@ impl LensCode {
         choice.best_with_bits()
     }
 
+    /// Bits the codeword of a `kind` segment of `len` bytes takes in this code.
+    pub fn len_bits(self, kind: Kind, len: u64) -> u32 {
+        codeword_bits(len, self.order(kind))
+    }
+
     /// Bits `layout`'s lengths take in this code.
     pub fn bits(self, layout: &Layout) -> u64 {
         layout
