@@ -398,8 +398,8 @@ impl Placement {
     }
 
     /// Build a placement over `segments` lengths held in `code` in `lens`, which `next` (handed
-    /// `lens`) gives in order with the bit position of each one's codeword: one pass that keeps a checkpoint
-    /// every [`CHECKPOINT`] segments and checks that the output length fits.
+    /// `lens`) gives in order, each with the bit position of its codeword: one pass that keeps a
+    /// checkpoint every [`CHECKPOINT`] segments and checks that the output length fits.
     fn build(
         first: Kind,
         code: LensCode,
