@@ -8,12 +8,15 @@
 //!   every type in `FrameType::ALL`, `DocCancel` included;
 //! - `Doc::parse_with_max_segments` agrees with `Doc::parse` whenever it accepts;
 //! - a manifest padded to its bucket (`Doc::pad_to_bucket`) fills it exactly and parses back.
-//! - a `ZData` that parses keeps its compressed bytes verbatim after the authenticated prefix.
+//! - a `ZData` that parses keeps its compressed bytes verbatim after the authenticated prefix;
+//! - a manifest's placement as the receiver builds it (decoding the code as it travelled) is the
+//!   one the sender builds from the layout (counting each codeword's bits).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sieve_core::frame::{self, FrameType, Limits, HEADER_LEN};
-use sieve_core::message::{bucket_len, DataRef, Doc, Message, ZDataRef, ZDATA_PREFIX_LEN};
+use sieve_core::message::{bucket_len, DataRef, Doc, DocRef, Message, ZDataRef, ZDATA_PREFIX_LEN};
+use sieve_core::sieve::Placement;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&sel, stream)) = data.split_first() else {
@@ -82,6 +85,15 @@ fn message(ty: FrameType, payload: &[u8]) {
             let mut again = Vec::new();
             padded.encode(&mut again);
             assert_eq!(Doc::parse(&again[HEADER_LEN..]), Ok(padded));
+            let marks = d
+                .marks
+                .as_ref()
+                .map(|(s, e)| (s.len() as u64, e.len() as u64));
+            let travelled = DocRef::parse(payload).expect("a manifest that parsed as a Doc");
+            assert_eq!(
+                Placement::from_manifest(&travelled, marks),
+                Placement::new(&d.layout, marks)
+            );
         }
     }
     if let Ok(d) = DataRef::parse(payload) {
