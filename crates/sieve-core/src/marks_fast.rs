@@ -381,7 +381,7 @@ pub fn count(
     done: &mut impl FnMut(std::ops::Range<usize>),
 ) -> Result<MarkCounts, Misplaced> {
     let mut t = Tally::default();
-    each_candidate(fast, s, step, done, |p| t.mark_at(fast, s, p))?;
+    each_candidate(fast, s, step, done, |p| t.mark(fast, s, p))?;
     if t.open {
         return Err(Misplaced);
     }
@@ -405,9 +405,9 @@ struct Tally {
 
 impl Tally {
     /// Take the mark at `p`, if the bytes there are one and it is not escaped ([`mark_at`], as
-    /// [`State::marks`] decides).
+    /// for [`State::mark`]).
     #[inline(always)]
-    fn mark_at(&mut self, fast: &Fast<'_>, s: &[u8], p: usize) -> Result<(), Misplaced> {
+    fn mark(&mut self, fast: &Fast<'_>, s: &[u8], p: usize) -> Result<(), Misplaced> {
         let Some((is_start, len)) = mark_at(fast, s, self.lit, p) else {
             return Ok(());
         };

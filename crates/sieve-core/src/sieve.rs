@@ -349,6 +349,94 @@ pub fn output_len(layout: &Layout, marks: Option<(u64, u64)>) -> Result<u64, Out
     Ok(out)
 }
 
+/// What one pass over a layout's lengths gives its [`Placement`]: checkpoints, sums and the
+/// longest segments.
+struct Walked {
+    segments: usize,
+    checkpoints: Vec<Checkpoint>,
+    stream_len: [u64; 2],
+    longest: [u64; 2],
+    output_len: u64,
+}
+
+impl Walked {
+    /// Take `segments` lengths from `next`, in order, each with the bit position of its
+    /// codeword: one pass that keeps a checkpoint every [`CHECKPOINT`] segments and checks that
+    /// the output length, with `marks` restored, fits.
+    fn over(
+        segments: usize,
+        marks: Option<(u64, u64)>,
+        mut next: impl FnMut() -> Result<(u64, Kind, u64), OutputOverflow>,
+    ) -> Result<Walked, OutputOverflow> {
+        let mut w = Walked {
+            segments,
+            checkpoints: Vec::with_capacity(segments / CHECKPOINT + 1),
+            stream_len: [0; 2],
+            longest: [0; 2],
+            output_len: 0,
+        };
+        let mut out = 0u64;
+        for i in 0..segments {
+            let (at, kind, len) = next()?;
+            if i % CHECKPOINT == 0 {
+                w.checkpoints.push(Checkpoint {
+                    seg: i,
+                    at,
+                    stream: w.stream_len,
+                    output: out,
+                });
+            }
+            let (start, end) = marks_around(marks, kind);
+            out = out
+                .checked_add(start)
+                .and_then(|o| o.checked_add(len))
+                .and_then(|o| o.checked_add(end))
+                .ok_or(OutputOverflow)?;
+            // Stream lengths are parts of the output length, so they cannot overflow if it does not.
+            w.stream_len[kind.index()] += len;
+            w.longest[kind.index()] = w.longest[kind.index()].max(len);
+        }
+        if w.checkpoints.is_empty() {
+            w.checkpoints.push(Checkpoint {
+                seg: 0,
+                at: 0,
+                stream: [0; 2],
+                output: 0,
+            });
+        }
+        w.output_len = out;
+        Ok(w)
+    }
+
+    fn into_placement(
+        self,
+        first: Kind,
+        code: LensCode,
+        lens: Vec<u8>,
+        marks: Option<(u64, u64)>,
+    ) -> Placement {
+        Placement {
+            first,
+            code,
+            lens,
+            segments: self.segments,
+            marks,
+            checkpoints: self.checkpoints,
+            stream_len: self.stream_len,
+            longest: self.longest,
+            output_len: self.output_len,
+        }
+    }
+}
+
+/// Mark lengths before and after a segment of `kind`, `marks` being restored.
+fn marks_around(marks: Option<(u64, u64)>, kind: Kind) -> (u64, u64) {
+    match (kind, marks) {
+        (Kind::Secure, Some(m)) => m,
+        _ => (0, 0),
+    }
+}
+
 impl Placement {
     /// `marks`: lengths of the start and end marks to restore, or `None` to strip them.
     ///
@@ -361,12 +449,13 @@ impl Placement {
         code.encode(layout, &mut lens);
         let mut at = 0u64;
         let mut segments = layout.segments();
-        Placement::build(layout.first, code, lens, layout.lens.len(), marks, |_| {
+        let walked = Walked::over(layout.lens.len(), marks, || {
             let (kind, len) = segments.next().ok_or(OutputOverflow)?;
             let here = at;
             at += u64::from(code.len_bits(kind, len));
             Ok((here, kind, len))
-        })
+        })?;
+        Ok(walked.into_placement(layout.first, code, lens, marks))
     }
 
     /// The placement of a manifest as it travelled: its code is kept as it is, with no expanded
@@ -386,78 +475,19 @@ impl Placement {
         segments: usize,
         marks: Option<(u64, u64)>,
     ) -> Result<Placement, OutputOverflow> {
-        let (mut at, mut seg) = (0u64, 0usize);
-        Placement::build(first, code, lens, segments, marks, |lens| {
-            let mut dec = code.decoder_at(lens, first, at, seg);
+        let mut dec = code.decoder(&lens, first);
+        let walked = Walked::over(segments, marks, || {
+            let at = dec.bit_pos();
             // Lengths written by `new` or checked by the manifest's parser.
             let (kind, len) = dec.next_len().map_err(|_| OutputOverflow)?;
-            let here = at;
-            (at, seg) = (dec.bit_pos(), seg + 1);
-            Ok((here, kind, len))
-        })
-    }
-
-    /// Build a placement over `segments` lengths held in `code` in `lens`, which `next` (handed
-    /// `lens`) gives in order, each with the bit position of its codeword: one pass that keeps a
-    /// checkpoint every [`CHECKPOINT`] segments and checks that the output length fits.
-    fn build(
-        first: Kind,
-        code: LensCode,
-        lens: Vec<u8>,
-        segments: usize,
-        marks: Option<(u64, u64)>,
-        mut next: impl FnMut(&[u8]) -> Result<(u64, Kind, u64), OutputOverflow>,
-    ) -> Result<Placement, OutputOverflow> {
-        let mut p = Placement {
-            first,
-            code,
-            lens,
-            segments,
-            marks,
-            checkpoints: Vec::with_capacity(segments / CHECKPOINT + 1),
-            stream_len: [0; 2],
-            longest: [0; 2],
-            output_len: 0,
-        };
-        let mut out = 0u64;
-        for i in 0..segments {
-            let (at, kind, len) = next(&p.lens)?;
-            if i % CHECKPOINT == 0 {
-                p.checkpoints.push(Checkpoint {
-                    seg: i,
-                    at,
-                    stream: p.stream_len,
-                    output: out,
-                });
-            }
-            let (start, end) = p.marks_around(kind);
-            out = out
-                .checked_add(start)
-                .and_then(|o| o.checked_add(len))
-                .and_then(|o| o.checked_add(end))
-                .ok_or(OutputOverflow)?;
-            // Stream lengths are parts of the output length, so they cannot overflow if it does not.
-            p.stream_len[kind.index()] += len;
-            p.longest[kind.index()] = p.longest[kind.index()].max(len);
-        }
-        if p.checkpoints.is_empty() {
-            p.checkpoints.push(Checkpoint {
-                seg: 0,
-                at: 0,
-                stream: [0; 2],
-                output: 0,
-            });
-        }
-        p.output_len = out;
-        Ok(p)
+            Ok((at, kind, len))
+        })?;
+        Ok(walked.into_placement(first, code, lens, marks))
     }
 
     /// Mark lengths before and after a segment of `kind`.
     fn marks_around(&self, kind: Kind) -> (u64, u64) {
-        match (kind, self.marks) {
-            (Kind::Secure, Some(m)) => m,
-            _ => (0, 0),
-        }
+        marks_around(self.marks, kind)
     }
 
     fn walk_from(&self, c: &Checkpoint) -> Walk<'_> {

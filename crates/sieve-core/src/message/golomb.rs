@@ -72,7 +72,7 @@ impl LensCode {
     pub fn bits(self, layout: &Layout) -> u64 {
         layout
             .segments()
-            .map(|(kind, len)| u64::from(codeword_bits(len, self.order(kind))))
+            .map(|(kind, len)| u64::from(self.len_bits(kind, len)))
             .sum()
     }
 
