@@ -14,7 +14,7 @@ use sieve_core::marks::{self, Collector, MarkConfig};
 use sieve_core::marks_fast::{self, Fast};
 use sieve_core::marks_parallel::{count_parallel_releasing, parse_parallel, Gather};
 use sieve_core::message::golomb::LensCode;
-use sieve_core::message::{Doc, DocRef};
+use sieve_core::message::{Doc, DocRef, Manifest};
 use sieve_core::sieve::{integrate, sieve_marked, Marks, Placement};
 
 fn doc(size: u64, p: f64) -> Vec<u8> {
@@ -184,6 +184,18 @@ fn manifest(c: &mut Criterion) {
         // The sender's placement of the same layout.
         g.bench_with_input(BenchmarkId::new("placement", &id), &doc.layout, |b, l| {
             b.iter(|| Placement::new(l, Some((4, 4))).expect("fits"))
+        });
+        // What a sender does with a layout: its placement, then the manifest from the
+        // placement's encoding of the lengths, padded and encoded.
+        g.bench_with_input(BenchmarkId::new("sender", &id), &doc, |b, doc| {
+            b.iter(|| {
+                let p = Placement::new(&doc.layout, None).expect("fits");
+                let mut m = Manifest::new(doc.clone(), Some(p.encoded_lens()));
+                m.pad_to_bucket(u32::MAX);
+                let mut out = Vec::new();
+                m.encode(&mut out);
+                (p, out)
+            })
         });
         // The receiver's walks: every frame of either stream placed, plain frames of 4 MiB and
         // classified ones of 64 KiB (each walk decodes every segment of its range, both kinds).

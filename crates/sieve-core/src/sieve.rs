@@ -17,7 +17,7 @@ use thiserror::Error;
 
 use crate::layout::{Kind, Layout};
 use crate::marks::{self, MarkConfig, MarkError};
-use crate::message::golomb::{LensCode, LensDecoder};
+use crate::message::golomb::{EncodedLens, LensCode, LensDecoder};
 use crate::ranges::ClassifiedRanges;
 
 /// The two sieved data lists and the layout that interleaves them.
@@ -440,21 +440,22 @@ fn marks_around(marks: Option<(u64, u64)>, kind: Kind) -> (u64, u64) {
 impl Placement {
     /// `marks`: lengths of the start and end marks to restore, or `None` to strip them.
     ///
-    /// The checkpoints' bit positions are counted from the lengths, not decoded back from the
-    /// code: a sender builds the placement of every document it sends, and for a dense one
-    /// (hundreds of thousands of segments) decoding them again cost as much as encoding.
+    /// The lengths are encoded in the same pass that lays the checkpoints, each checkpoint at
+    /// the bit where the encoder stands: a sender builds the placement of every document it
+    /// sends, and for a dense one (hundreds of thousands of segments) decoding them back from
+    /// the code cost as much as encoding, and a separate pass to count their bits most of that.
     pub fn new(layout: &Layout, marks: Option<(u64, u64)>) -> Result<Placement, OutputOverflow> {
-        let code = LensCode::choose(layout);
-        let mut lens = Vec::new();
-        code.encode(layout, &mut lens);
-        let mut at = 0u64;
+        let (code, bits) = LensCode::choose_with_bits(layout);
+        let mut lens = Vec::with_capacity(usize::try_from(bits.div_ceil(8)).unwrap_or(0));
+        let mut encoder = code.encoder(&mut lens);
         let mut segments = layout.segments();
         let walked = Walked::over(layout.lens.len(), marks, || {
             let (kind, len) = segments.next().ok_or(OutputOverflow)?;
-            let here = at;
-            at += u64::from(code.len_bits(kind, len));
+            let here = encoder.bit_pos();
+            encoder.put(kind, len);
             Ok((here, kind, len))
         })?;
+        encoder.finish();
         Ok(walked.into_placement(layout.first, code, lens, marks))
     }
 
@@ -498,6 +499,12 @@ impl Placement {
             stream: c.stream,
             output: c.output,
         }
+    }
+
+    /// The lengths as the document's manifest carries them: the code this placement decodes,
+    /// for a sender to announce without choosing and encoding it again.
+    pub fn encoded_lens(&self) -> EncodedLens {
+        EncodedLens::from_parts(self.code, self.lens.clone())
     }
 
     /// Length of the integrated document.

@@ -7,12 +7,14 @@ use sieve_core::compress::{Codec, FrameCodec};
 use sieve_core::frame::{self, FrameError, FrameType, Limits, HEADER_LEN};
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::mac::{MacAlg, MacOffer, OfferError};
-use sieve_core::message::golomb::LensCode;
+use sieve_core::message::golomb::{EncodedLens, LensCode};
 use sieve_core::message::{
     bucket_len, Ack, AckStatus, Bye, CompressFlags, Data, DataRef, Doc, DocCancel, DocEnd,
-    ErrorMsg, Hello, Join, JoinOk, Message, MessageError, Mode, SessionMsg, ZData, ZDataRef,
-    DATA_HEADER_LEN, MAX_ADDR_LEN, MAX_MARK_LEN, MAX_NAME_LEN, MAX_TEXT_LEN, ZDATA_PREFIX_LEN,
+    ErrorMsg, Hello, Join, JoinOk, Manifest, Message, MessageError, Mode, SessionMsg, ZData,
+    ZDataRef, DATA_HEADER_LEN, MAX_ADDR_LEN, MAX_MARK_LEN, MAX_NAME_LEN, MAX_TEXT_LEN,
+    ZDATA_PREFIX_LEN,
 };
+use sieve_core::sieve::Placement;
 use sieve_core::split::Split;
 
 // ---------- strategies ----------
@@ -396,6 +398,27 @@ proptest! {
             Message::parse(FrameType::ZData, &payload),
             Err(MessageError::UnknownValue { msg: "ZData", field: "codec", value: bad })
         );
+    }
+
+    /// A manifest whose lengths a placement encoded (as a sender's are) pads to the same size
+    /// and encodes to the same bytes as the manifest encoding them itself, and so does one
+    /// given none; both parse back to the document.
+    #[test]
+    fn a_manifest_with_its_lengths_given_is_the_doc(mut d in doc(), limit in prop_oneof![Just(16u32 << 20), 64u32..5000]) {
+        d.padding = 0;
+        let given = Placement::new(&d.layout, None).unwrap().encoded_lens();
+        prop_assert_eq!(&given, &EncodedLens::of(&d.layout));
+        for lens in [Some(given), None] {
+            let mut m = Manifest::new(d.clone(), lens);
+            let mut plain = d.clone();
+            prop_assert_eq!(m.pad_to_bucket(limit), plain.pad_to_bucket(limit));
+            prop_assert_eq!(m.doc(), &plain);
+            let mut bytes = Vec::new();
+            m.encode(&mut bytes);
+            prop_assert_eq!(&bytes, &encoded(&Message::Doc(plain.clone())));
+            let (f, _) = frame::parse(&bytes, &Limits::default()).unwrap();
+            prop_assert_eq!(Message::from_frame(&f), Ok(Message::Doc(plain)));
+        }
     }
 
     #[test]

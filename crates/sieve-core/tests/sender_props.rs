@@ -13,6 +13,7 @@ use proptest::prelude::*;
 use sieve_core::batch::BatchSplit;
 use sieve_core::layout::{Kind, Layout};
 use sieve_core::mac::{MacAlg, MacOffer};
+use sieve_core::message::golomb::EncodedLens;
 use sieve_core::message::{
     Ack, AckStatus, CompressFlags, ErrorMsg, JoinOk, Message, Mode, SessionMsg, DATA_PREFIX_LEN,
     MAX_PLAIN_CHANNELS, MAX_SECURE_CHANNELS, PROTOCOL_VERSION,
@@ -50,10 +51,14 @@ fn session_msg(max_open_docs: u32) -> SessionMsg {
     }
 }
 
+/// Every other spec brings its lengths encoded, as the transport's do, and the rest leave
+/// them to the session: both must announce the same manifests.
 fn spec(i: usize, first: Kind, lens: Vec<u64>) -> DocSpec {
+    let layout = Layout { first, lens };
     DocSpec {
         name: format!("doc-{i}.txt"),
-        layout: Layout { first, lens },
+        lens: i.is_multiple_of(2).then(|| EncodedLens::of(&layout)),
+        layout,
         marks: None,
     }
 }
@@ -161,7 +166,7 @@ fn drive(
         }
         while let Some(c) = s.poll_control() {
             match c {
-                Control::Doc(d) => seen.manifests.push(d.doc),
+                Control::Doc(d) => seen.manifests.push(d.doc().doc),
                 Control::DocEnd(e) => {
                     let i = e.doc as usize;
                     // Only after every piece of its document, with the manifest's lengths.

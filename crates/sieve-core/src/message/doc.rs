@@ -22,7 +22,7 @@
 //! bytes), then `padding` u32 and that many zero bytes (any other byte is an error, so the
 //! encoding stays canonical).
 
-use super::golomb::{CodeError, LensCode, LensDecoder, OrderChoice};
+use super::golomb::{CodeError, EncodedLens, LensCode, LensDecoder, OrderChoice};
 use super::wire::{kind_code, put_bytes, put_varint, varint_len, Reader};
 use super::{write_frame, MessageError, MAX_MARK_LEN, MAX_NAME_LEN};
 use crate::frame::{FrameType, HEADER_LEN};
@@ -62,24 +62,71 @@ pub struct Doc {
     pub padding: u32,
 }
 
+/// Bytes `layout`'s lengths take in the code [`LensCode::choose`] picks for them.
+fn lens_bytes(layout: &Layout) -> usize {
+    usize::try_from(LensCode::choose_with_bits(layout).1.div_ceil(8)).unwrap_or(usize::MAX)
+}
+
+/// A manifest as a sender queues it: the [`Doc`] and its lengths, encoded once.
+///
+/// [`Doc::pad_to_bucket`] and [`Doc::encode`] each choose the code from the layout, and the
+/// sender's placement of the same layout had chosen and encoded it already: for a dense
+/// document that was three passes choosing and two encoding where one of each does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    doc: Doc,
+    lens: EncodedLens,
+}
+
+impl Manifest {
+    /// `doc` with `lens`, its layout's lengths already encoded ([`EncodedLens::of`], or a
+    /// placement's [`crate::sieve::Placement::encoded_lens`]), or encoded here if `None`.
+    pub fn new(doc: Doc, lens: Option<EncodedLens>) -> Manifest {
+        let lens = lens.unwrap_or_else(|| EncodedLens::of(&doc.layout));
+        debug_assert_eq!(
+            lens,
+            EncodedLens::of(&doc.layout),
+            "the lengths given are not the layout's"
+        );
+        Manifest { doc, lens }
+    }
+
+    /// The manifest's content.
+    pub fn doc(&self) -> &Doc {
+        &self.doc
+    }
+
+    /// [`Doc::pad_to_bucket`].
+    pub fn pad_to_bucket(&mut self, max_payload: u32) -> usize {
+        self.doc.pad_with(self.lens.bytes().len(), max_payload)
+    }
+
+    /// [`Doc::encode`].
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        self.doc.encode_lens(&self.lens, out);
+    }
+}
+
 impl Doc {
     /// Append the whole frame to `out`.
     ///
     /// Encoding does not validate: a name or marks outside the limits produce a frame the peer
     /// rejects. Senders call [`Doc::validate`] first.
     pub fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_lens(&EncodedLens::of(&self.layout), out);
+    }
+
+    /// [`Doc::encode`] with the layout's lengths already encoded.
+    fn encode_lens(&self, lens: &EncodedLens, out: &mut Vec<u8>) {
         write_frame(out, FrameType::Doc, |out| {
             out.extend_from_slice(&self.doc.to_be_bytes());
             put_bytes(out, self.name.as_bytes());
             out.push(kind_code(self.layout.first));
             put_varint(out, self.layout.lens.len() as u64);
-            let (code, bits) = LensCode::choose_with_bits(&self.layout);
-            out.reserve(
-                usize::try_from(bits.div_ceil(8)).unwrap_or(0) + 16 + self.padding as usize,
-            );
-            out.push(code.order(Kind::Plain));
-            out.push(code.order(Kind::Secure));
-            code.encode(&self.layout, out);
+            out.reserve(lens.bytes().len() + 16 + self.padding as usize);
+            out.push(lens.code().order(Kind::Plain));
+            out.push(lens.code().order(Kind::Secure));
+            out.extend_from_slice(lens.bytes());
             match &self.marks {
                 None => out.push(0),
                 Some((start, end)) => {
@@ -98,8 +145,14 @@ impl Doc {
     /// largest bucket that fits is padded up to the limit, and one already above it is left as
     /// it is (and will be refused for its size). Returns the padded [`Doc::encoded_len`].
     pub fn pad_to_bucket(&mut self, max_payload: u32) -> usize {
+        let lens = lens_bytes(&self.layout);
+        self.pad_with(lens, max_payload)
+    }
+
+    /// [`Doc::pad_to_bucket`] for lengths that take `lens` bytes.
+    fn pad_with(&mut self, lens: usize, max_payload: u32) -> usize {
         self.padding = 0;
-        let base = self.encoded_len() - HEADER_LEN;
+        let base = self.encoded_len_with(lens) - HEADER_LEN;
         let limit = usize::try_from(max_payload).unwrap_or(usize::MAX);
         let target = bucket_len(base).min(limit).max(base);
         self.padding = u32::try_from(target - base).unwrap_or(0);
@@ -110,9 +163,12 @@ impl Doc {
     /// `encoded_len() - HEADER_LEN` with the peer's `max_payload` before sending a manifest of a
     /// document with very many segments.
     pub fn encoded_len(&self) -> usize {
+        self.encoded_len_with(lens_bytes(&self.layout))
+    }
+
+    /// [`Doc::encoded_len`] for lengths that take `lens` bytes.
+    fn encoded_len_with(&self, lens: usize) -> usize {
         let bytes = |b: &[u8]| varint_len(b.len() as u64) + b.len();
-        let bits = LensCode::choose_with_bits(&self.layout).1;
-        let lens = 2 + usize::try_from(bits.div_ceil(8)).unwrap_or(usize::MAX);
         let marks = match &self.marks {
             None => 1,
             Some((start, end)) => 1 + bytes(start) + bytes(end),
@@ -122,6 +178,7 @@ impl Doc {
             + bytes(self.name.as_bytes())
             + 1
             + varint_len(self.layout.lens.len() as u64)
+            + 2
             + lens
             + marks
             + 4

@@ -83,23 +83,22 @@ impl LensCode {
 
     /// Append `layout`'s lengths to `out`: [`LensCode::bytes`] bytes.
     pub fn encode(self, layout: &Layout, out: &mut Vec<u8>) {
-        let mut w = BitWriter { out, acc: 0, n: 0 };
+        let mut w = self.encoder(out);
         for (kind, len) in layout.segments() {
-            let k = u32::from(self.order(kind));
-            // The codeword is `len + 2^k` in `2z + 1 + k` bits (its `z` leading bits zero).
-            let z = zeros(len, k);
-            let bits = 2 * z + 1 + k;
-            if bits <= 64 {
-                // Below 2^64, as its bit length is `z + k + 1`.
-                w.put(len + (1u64 << k), bits);
-            } else {
-                let word = u128::from(len) + (1u128 << k);
-                w.put(0, z);
-                w.put((word >> 32) as u64, bits - z - 32);
-                w.put(word as u64 & 0xffff_ffff, 32);
-            }
+            w.put(kind, len);
         }
         w.finish();
+    }
+
+    /// A writer of lengths in this code at the end of `out`, one segment at a time, that tells
+    /// where each codeword starts: what a sender's placement needs to lay its checkpoints as it
+    /// encodes, in the same pass.
+    pub fn encoder(self, out: &mut Vec<u8>) -> LensEncoder<'_> {
+        LensEncoder {
+            code: self,
+            w: BitWriter { out, acc: 0, n: 0 },
+            pos: 0,
+        }
     }
 
     /// Decode the lengths of a layout whose first segment is of kind `first` from the start of
@@ -124,6 +123,83 @@ impl LensCode {
             pos,
             seg: seg as u64,
         }
+    }
+}
+
+/// Writes segment lengths in a [`LensCode`]; see [`LensCode::encoder`].
+pub struct LensEncoder<'a> {
+    code: LensCode,
+    w: BitWriter<'a>,
+    /// Bits written so far.
+    pos: u64,
+}
+
+impl LensEncoder<'_> {
+    /// Append the codeword of a `kind` segment of `len` bytes.
+    #[inline]
+    pub fn put(&mut self, kind: Kind, len: u64) {
+        let k = u32::from(self.code.order(kind));
+        // The codeword is `len + 2^k` in `2z + 1 + k` bits (its `z` leading bits zero).
+        let z = zeros(len, k);
+        let bits = 2 * z + 1 + k;
+        if bits <= 64 {
+            // Below 2^64, as its bit length is `z + k + 1`.
+            self.w.put(len + (1u64 << k), bits);
+        } else {
+            let word = u128::from(len) + (1u128 << k);
+            self.w.put(0, z);
+            self.w.put((word >> 32) as u64, bits - z - 32);
+            self.w.put(word as u64 & 0xffff_ffff, 32);
+        }
+        self.pos += u64::from(bits);
+    }
+
+    /// Bit position of the next codeword (bits written so far).
+    pub fn bit_pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// Write out the last bits, the final byte padded with zero bits.
+    pub fn finish(self) {
+        self.w.finish();
+    }
+}
+
+/// A layout's lengths in the code [`LensCode::choose`] picks for them: what its manifest
+/// carries, computed once.
+///
+/// A sender needs these bytes twice: for the placement it sends by, and in the manifest. For
+/// a dense document (hundreds of thousands of segments) choosing the orders and encoding cost
+/// each about as much as the placement's walk, so the placement's encoding is handed to the
+/// manifest ([`crate::sieve::Placement::encoded_lens`]) instead of being made again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedLens {
+    code: LensCode,
+    bytes: Vec<u8>,
+}
+
+impl EncodedLens {
+    /// Choose the code for `layout` and encode its lengths.
+    pub fn of(layout: &Layout) -> EncodedLens {
+        let (code, bits) = LensCode::choose_with_bits(layout);
+        let mut bytes = Vec::with_capacity(usize::try_from(bits.div_ceil(8)).unwrap_or(0));
+        code.encode(layout, &mut bytes);
+        EncodedLens { code, bytes }
+    }
+
+    /// Lengths already encoded in `code`, the code [`LensCode::choose`] gives their layout.
+    pub(crate) fn from_parts(code: LensCode, bytes: Vec<u8>) -> EncodedLens {
+        EncodedLens { code, bytes }
+    }
+
+    /// The code's orders.
+    pub fn code(&self) -> LensCode {
+        self.code
+    }
+
+    /// The encoded lengths, the last byte padded with zero bits.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
 }
 

@@ -44,7 +44,7 @@ pub use ack::{Ack, AckStatus};
 pub use bye::Bye;
 pub use compress_flags::CompressFlags;
 pub use data::{Data, DataRef, DATA_HEADER_LEN, DATA_PREFIX_LEN};
-pub use doc::{bucket_len, Doc, DocRef, MIN_DOC_BUCKET};
+pub use doc::{bucket_len, Doc, DocRef, Manifest, MIN_DOC_BUCKET};
 pub use doc_cancel::DocCancel;
 pub use doc_end::DocEnd;
 pub use error::ErrorMsg;

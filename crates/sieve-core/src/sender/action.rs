@@ -3,14 +3,14 @@
 use thiserror::Error;
 
 use crate::mac::MacAlg;
-use crate::message::{Bye, Doc, DocCancel, DocEnd, MessageError};
+use crate::message::{Bye, DocCancel, DocEnd, Manifest, MessageError};
 use crate::{Kind, Piece};
 
 /// A control message to write on channel 0 (TLS), in the order the session hands them out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Control {
     /// A document's manifest: every manifest goes before any of its data can be placed.
-    Doc(Doc),
+    Doc(Manifest),
     /// Every byte of a document is handed to the sockets: this vouches for its cleartext.
     DocEnd(DocEnd),
     /// A document's file changed while it was sent: the receiver removes what it holds of it.

@@ -2,6 +2,7 @@
 //! channels have still to hand to their sockets, and how it ended.
 
 use crate::layout::Layout;
+use crate::message::golomb::EncodedLens;
 use crate::Kind;
 
 /// What the session needs to know of a document it will send: what its manifest says.
@@ -14,6 +15,10 @@ pub struct DocSpec {
     pub layout: Layout,
     /// Mark strings the receiver writes back around classified segments, if any.
     pub marks: Option<(Vec<u8>, Vec<u8>)>,
+    /// The layout's lengths as its manifest carries them, when the caller has them already
+    /// (its placement's [`crate::sieve::Placement::encoded_lens`]); `None` to encode them at
+    /// [`super::SenderSession::announce`]. Must be [`EncodedLens::of`] the layout.
+    pub lens: Option<EncodedLens>,
 }
 
 /// Where a document is in its life.

@@ -5,8 +5,8 @@
 use std::collections::VecDeque;
 
 use crate::message::{
-    self, Ack, AckStatus, Bye, CompressFlags, Doc, DocCancel, DocEnd, Hello, Join, Message, Mode,
-    DATA_PREFIX_LEN, MAX_PLAIN_CHANNELS, MAX_SECURE_CHANNELS, PROTOCOL_VERSION,
+    self, Ack, AckStatus, Bye, CompressFlags, Doc, DocCancel, DocEnd, Hello, Join, Manifest,
+    Message, Mode, DATA_PREFIX_LEN, MAX_PLAIN_CHANNELS, MAX_SECURE_CHANNELS, PROTOCOL_VERSION,
 };
 use crate::Kind;
 
@@ -251,22 +251,28 @@ impl SenderSession {
         }
         let max = session.max_payload;
         let mut manifests = Vec::with_capacity(self.specs.len());
-        for (i, spec) in self.specs.iter().flatten().enumerate() {
+        // A spec's encoded lengths are taken, not copied: if a manifest fails, the session fails
+        // with it, and they are only a cache of what the layout gives.
+        for (i, spec) in self.specs.iter_mut().flatten().enumerate() {
             let doc = i as u32;
-            let mut m = Doc {
-                doc,
-                name: spec.name.clone(),
-                layout: spec.layout.clone(),
-                marks: spec.marks.clone(),
-                padding: 0,
-            };
+            let mut m = Manifest::new(
+                Doc {
+                    doc,
+                    name: spec.name.clone(),
+                    layout: spec.layout.clone(),
+                    marks: spec.marks.clone(),
+                    padding: 0,
+                },
+                spec.lens.take(),
+            );
             let len = m.pad_to_bucket(max);
-            m.validate()
+            m.doc()
+                .validate()
                 .map_err(|source| ManifestError::Invalid { doc, source })?;
             if len > max as usize {
                 return Err(ManifestError::TooLarge {
                     doc,
-                    segments: m.layout.lens.len(),
+                    segments: m.doc().layout.lens.len(),
                     len,
                     max,
                 });

@@ -799,6 +799,8 @@ fn session_for(cfg: &SendConfig, mode: Mode, sources: &[Source], macs: MacOffer)
             name: s.name.clone(),
             layout: s.layout.clone(),
             marks: s.marks.clone(),
+            // The placement the document is sent by has encoded these lengths already.
+            lens: Some(s.streams().encoded_lens()),
         })
         .collect();
     let session_cfg = SenderConfig {
