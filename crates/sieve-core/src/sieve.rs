@@ -282,6 +282,9 @@ struct Walk<'p> {
 impl Iterator for Walk<'_> {
     type Item = Seg;
 
+    /// Inlined into the loops that walk, so that the decoder's state stays in registers
+    /// between segments instead of going through memory at every call.
+    #[inline]
     fn next(&mut self) -> Option<Seg> {
         if self.seg >= self.p.segments {
             return None;
