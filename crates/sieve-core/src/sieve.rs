@@ -611,8 +611,9 @@ mod tests {
     use super::*;
 
     proptest::proptest! {
-        /// A sender's placement, whose checkpoints are counted from the lengths, is the one a
-        /// receiver decodes from the same code: same checkpoints, sums and longest runs.
+        /// A sender's placement, whose checkpoints are laid where its encoder stands as it writes
+        /// the code, is the one a receiver decodes from that code: same code bytes,
+        /// checkpoints, sums and longest runs.
         #[test]
         fn counted_checkpoints_are_the_decoded_ones(
             lens in proptest::collection::vec(
