@@ -335,7 +335,7 @@ impl Source {
                 true,
             ),
             None => (
-                self.layout.content_len(),
+                self.content_len(),
                 self.stream_len(Kind::Secure),
                 self.layout.lens.len() as u64,
                 false,
@@ -398,6 +398,7 @@ impl Source {
 
     /// Treat the whole content as classified (secure-only mode): one secure segment, no marks.
     pub(crate) fn set_all_secure(&mut self) {
+        // The layout's own sum: `make_secure_only` may have replaced it, and not the streams.
         let len = self.layout.content_len();
         self.layout = Layout::whole(Kind::Secure, len);
         self.marks = None;
@@ -419,6 +420,13 @@ impl Source {
     /// prose, at every call).
     pub fn stream_len(&self, kind: Kind) -> u64 {
         self.streams.stream_len(kind)
+    }
+
+    /// Bytes of the layout's content: both streams, which the placement keeps, where summing
+    /// the layout's segments again cost a pass over hundreds of thousands of them for a dense
+    /// document, at every one of the four places that ask.
+    pub fn content_len(&self) -> u64 {
+        self.stream_len(Kind::Plain) + self.stream_len(Kind::Secure)
     }
 
     /// Length of the document the receiver writes.
@@ -634,11 +642,12 @@ impl Runs {
             content_starts.push(pos);
             pos += e.len;
         }
-        if pos != layout.content_len() {
-            bail!("internal error: content runs ({pos} bytes) disagree with the layout");
-        }
         let streams = Placement::new(layout, None)
             .with_context(|| format!("{} cannot be described", path.display()))?;
+        // The layout's content is both streams (summed by the placement as it was built).
+        if pos != streams.stream_len(Kind::Plain) + streams.stream_len(Kind::Secure) {
+            bail!("internal error: content runs ({pos} bytes) disagree with the layout");
+        }
         let marks_len = marks.map(|(s, e)| (s.len() as u64, e.len() as u64));
         let output_len = sieve_core::sieve::output_len(layout, marks_len)
             .with_context(|| format!("{} cannot be described", path.display()))?;
@@ -932,6 +941,7 @@ mod tests {
             got.sieve_pending().unwrap();
             proptest::prop_assert!(!got.sieve_shape().scanned);
             proptest::prop_assert_eq!(&got.layout, &want.layout);
+            proptest::prop_assert_eq!(got.content_len(), got.layout.content_len());
             proptest::prop_assert_eq!(&got.marks, &want.marks);
             proptest::prop_assert_eq!(got.output_len(), want.output_len());
             for kind in [Kind::Secure, Kind::Plain] {
@@ -948,6 +958,7 @@ mod tests {
             want.make_secure_only();
             proptest::prop_assert!(!again.sieve_shape().scanned);
             proptest::prop_assert_eq!(&again.layout, &want.layout);
+            proptest::prop_assert_eq!(again.content_len(), again.layout.content_len());
             proptest::prop_assert_eq!(&again.marks, &want.marks);
             proptest::prop_assert_eq!(again.output_len(), want.output_len());
         }

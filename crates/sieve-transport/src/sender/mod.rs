@@ -349,7 +349,7 @@ impl Prepared {
 
     /// Bytes of content (marks excluded) of the documents to send: what a progress bar counts.
     pub fn content_bytes(&self) -> u64 {
-        self.sources.iter().map(|s| s.layout.content_len()).sum()
+        self.sources.iter().map(Source::content_len).sum()
     }
 
     /// How many documents.
@@ -684,7 +684,7 @@ pub async fn send_prepared(
     let docs_leased = sources.iter().filter(|s| s.watch().leased()).count();
     let processing_time = emulate_processing(cfg, &sources).await;
     progress.total_bytes.store(
-        sources.iter().map(|s| s.layout.content_len()).sum(),
+        sources.iter().map(Source::content_len).sum(),
         Ordering::Relaxed,
     );
     progress.docs.store(sources.len() as u64, Ordering::Relaxed);

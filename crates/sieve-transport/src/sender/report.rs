@@ -35,7 +35,7 @@ pub(super) fn add_answers(
             report.bytes += src.output_len();
             report.secure_bytes += src.stream_len(Kind::Secure);
             report.plain_bytes += src.stream_len(Kind::Plain);
-            report.marks_bytes += src.output_len() - src.layout.content_len();
+            report.marks_bytes += src.output_len() - src.content_len();
         } else {
             report.failures.push(d.clone());
         }
