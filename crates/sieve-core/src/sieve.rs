@@ -335,23 +335,6 @@ pub struct OutOfStream {
 #[error("the document's length (its segments and restored marks) overflows 64 bits")]
 pub struct OutputOverflow;
 
-/// Length of the document a layout describes once `marks` (lengths of the start and end marks,
-/// or `None`) are restored around its classified segments: what [`Placement::new`] would give as
-/// [`Placement::output_len`], without building the placement.
-pub fn output_len(layout: &Layout, marks: Option<(u64, u64)>) -> Result<u64, OutputOverflow> {
-    let mut out = 0u64;
-    for (kind, len) in layout.segments() {
-        out = out.checked_add(len).ok_or(OutputOverflow)?;
-        if let (Kind::Secure, Some((s, e))) = (kind, marks) {
-            out = out
-                .checked_add(s)
-                .and_then(|o| o.checked_add(e))
-                .ok_or(OutputOverflow)?;
-        }
-    }
-    Ok(out)
-}
-
 /// What one pass over a layout's lengths gives its [`Placement`]: checkpoints, sums and the
 /// longest segments.
 struct Walked {
@@ -521,6 +504,32 @@ impl Placement {
         self.stream_len[kind.index()]
     }
 
+    /// Length of the layout's content: both streams.
+    pub fn content_len(&self) -> u64 {
+        self.stream_len[0] + self.stream_len[1]
+    }
+
+    /// Length of the document once `marks` (lengths of the start and end marks, or `None`) are
+    /// restored around every classified segment: what the placement of the same layout with
+    /// those marks gives as [`Placement::output_len`], from the sums this one holds instead of
+    /// another pass over the segments. The sum is checked as a whole: its terms are all
+    /// positive, so it overflows exactly when adding them one by one would.
+    pub fn output_len_with(&self, marks: Option<(u64, u64)>) -> Result<u64, OutputOverflow> {
+        let Some((start, end)) = marks else {
+            return Ok(self.content_len());
+        };
+        // Segments alternate, the first of kind `first`.
+        let classified = match self.first {
+            Kind::Secure => self.segments.div_ceil(2),
+            Kind::Plain => self.segments / 2,
+        } as u64;
+        start
+            .checked_add(end)
+            .and_then(|m| m.checked_mul(classified))
+            .and_then(|m| m.checked_add(self.content_len()))
+            .ok_or(OutputOverflow)
+    }
+
     /// Length of the longest segment of `kind` (0 if it has none): a caller that cuts a stream
     /// only where long runs begin (the cleartext MAC's units do) can tell without walking the
     /// layout that a document has none.
@@ -631,6 +640,28 @@ mod tests {
             code.encode(&layout, &mut bytes);
             let decoded = Placement::from_code(first, code, bytes, layout.lens.len(), marks);
             proptest::prop_assert_eq!(built, decoded);
+        }
+
+        /// The output length a placement without marks works out for some marks is the one the
+        /// placement built with those marks has, and it overflows exactly when that one does.
+        #[test]
+        fn output_len_with_marks_is_the_marked_placements(
+            lens in proptest::collection::vec(
+                proptest::prop_oneof![8 => 0u64..64, 1 => (u64::MAX / 8)..=u64::MAX / 4],
+                0..40),
+            secure_first in proptest::bool::ANY,
+            marks in proptest::option::of(proptest::prop_oneof![
+                4 => (0u64..6, 0u64..6),
+                1 => (0u64..=u64::MAX / 8, 0u64..=u64::MAX / 8),
+            ]),
+        ) {
+            let first = if secure_first { Kind::Secure } else { Kind::Plain };
+            let layout = Layout { first, lens };
+            let Ok(plain) = Placement::new(&layout, None) else {
+                return Ok(());
+            };
+            let marked = Placement::new(&layout, marks).map(|p| p.output_len());
+            proptest::prop_assert_eq!(plain.output_len_with(marks), marked);
         }
     }
 

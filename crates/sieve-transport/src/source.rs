@@ -422,11 +422,11 @@ impl Source {
         self.streams.stream_len(kind)
     }
 
-    /// Bytes of the layout's content: both streams, which the placement keeps, where summing
-    /// the layout's segments again cost a pass over hundreds of thousands of them for a dense
-    /// document, at every one of the four places that ask.
+    /// Bytes of the layout's content, which the placement keeps, where summing the layout's
+    /// segments again cost a pass over hundreds of thousands of them for a dense document, at
+    /// every one of the four places that ask.
     pub fn content_len(&self) -> u64 {
-        self.stream_len(Kind::Plain) + self.stream_len(Kind::Secure)
+        self.streams.content_len()
     }
 
     /// Length of the document the receiver writes.
@@ -644,12 +644,12 @@ impl Runs {
         }
         let streams = Placement::new(layout, None)
             .with_context(|| format!("{} cannot be described", path.display()))?;
-        // The layout's content is both streams (summed by the placement as it was built).
-        if pos != streams.stream_len(Kind::Plain) + streams.stream_len(Kind::Secure) {
+        if pos != streams.content_len() {
             bail!("internal error: content runs ({pos} bytes) disagree with the layout");
         }
         let marks_len = marks.map(|(s, e)| (s.len() as u64, e.len() as u64));
-        let output_len = sieve_core::sieve::output_len(layout, marks_len)
+        let output_len = streams
+            .output_len_with(marks_len)
             .with_context(|| format!("{} cannot be described", path.display()))?;
         Ok(Runs {
             content_starts,
