@@ -3,6 +3,7 @@
 
 use anyhow::Result;
 use sieve_transport::calibrate::{cache_path, Calibration};
+use sieve_transport::tls::{hardware_aes, preferred_ciphers};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -34,6 +35,8 @@ pub fn run(args: &Args) -> Result<()> {
             .map(|(a, _)| a.name())
             .collect();
         v["mac_preference"] = serde_json::json!(pref);
+        v["hardware_aes"] = serde_json::json!(hardware_aes());
+        v["cipher_preference"] = serde_json::json!(suites());
         v["cache"] = serde_json::json!(path.map(|p| p.display().to_string()));
         println!("{v}");
         return Ok(());
@@ -60,10 +63,28 @@ pub fn run(args: &Args) -> Result<()> {
         .map(|(a, _)| a.name())
         .collect();
     println!("cleartext MAC preference: {}", pref.join(", "));
+    println!(
+        "TLS suites offered: {} ({})",
+        suites().join(", "),
+        if hardware_aes() {
+            "aws-lc runs AES-GCM in hardware here"
+        } else {
+            "no AES hardware as aws-lc sees it: ChaCha20-Poly1305 first, and as a receiver \
+             taken whenever the sender offers it"
+        }
+    );
     if let Some(p) = path {
         println!("cached in {}", p.display());
     }
     Ok(())
+}
+
+/// The suites a sender offers when `--cipher` is not given, in its order.
+fn suites() -> Vec<String> {
+    preferred_ciphers(hardware_aes())
+        .iter()
+        .map(|c| c.to_string())
+        .collect()
 }
 
 /// Remove this machine's entry from the cache at `path`, keeping the others.

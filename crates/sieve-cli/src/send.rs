@@ -74,9 +74,12 @@ pub struct Args {
     /// How several documents are divided: dynamic, file (thesis BFS), even (BES), segment (BSS).
     #[arg(long, default_value = "dynamic")]
     pub batch_split: BatchSplit,
-    /// TLS 1.3 cipher suite: aes128gcm, aes256gcm or chacha20.
-    #[arg(long, default_value = "aes128gcm")]
-    pub cipher: Cipher,
+    /// TLS 1.3 cipher suite: aes128gcm, aes256gcm or chacha20. Without it all three are
+    /// offered, AES-128-GCM first where this machine runs AES-GCM in hardware and
+    /// ChaCha20-Poly1305 first where it does not; a receiver without AES hardware takes
+    /// ChaCha20-Poly1305. The suite used is `cipher` in `--json`.
+    #[arg(long, value_name = "SUITE")]
+    pub cipher: Option<Cipher>,
     /// Write documents without their marks (the thesis's output) instead of byte-identical.
     /// Without it the receiver writes the marks back, so a document arrives exactly as it was
     /// sent, marks included.
@@ -210,7 +213,7 @@ pub fn config(args: &Args) -> Result<SendConfig> {
     };
     let tls = ClientTls {
         ca: &args.ca,
-        cipher: Some(args.cipher),
+        cipher: args.cipher,
         identity,
     }
     .config()?;

@@ -206,9 +206,10 @@ impl Calibration {
         self.suites.get(&c.to_string()).copied()
     }
 
-    /// The suite this machine seals fastest: what a sender should ask for when the user named
-    /// none (without AES instructions ChaCha20-Poly1305 runs several times faster than AES-GCM,
-    /// and the sieve's classified part pays that difference too).
+    /// The suite this machine seals fastest, by measurement. The order a sender offers the
+    /// suites in follows aws-lc's own hardware check instead ([`crate::tls::preferred_ciphers`]),
+    /// which is free where this needs the calibration read before channel 0's handshake
+    /// (`tests/calibrate.rs` of the command line checks that the two agree, masked and not).
     pub fn fastest_suite(&self) -> Cipher {
         Cipher::ALL
             .into_iter()
