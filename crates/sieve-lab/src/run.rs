@@ -26,6 +26,9 @@ pub(crate) struct Tools {
 }
 
 /// The thesis's TLS 1.2 suites, by the names `sieve send --insecure-thesis-suite` takes.
+/// [`SendOptions::cipher`] when no suite is named: the sender offers AES-128-GCM first where
+/// aws-lc runs AES-GCM in hardware and ChaCha20-Poly1305 first where it does not.
+pub(crate) const DEFAULT_SUITE: &str = "default";
 pub(crate) const THESIS_SUITES: [&str; 2] = ["3des-ede-cbc-sha", "aes256-cbc-sha"];
 
 impl Tools {
@@ -187,6 +190,7 @@ pub(crate) struct SendOptions {
     pub(crate) m: u8,
     pub(crate) split: &'static str,
     pub(crate) batch_split: &'static str,
+    /// The suite (`--cipher`), or [`DEFAULT_SUITE`]: none named, the sender's choice.
     pub(crate) cipher: &'static str,
     pub(crate) processing_ms_per_mb: f64,
     pub(crate) ranges: Option<PathBuf>,
@@ -246,10 +250,12 @@ impl SendOptions {
             .args(["-n", &self.n.to_string(), "-m", &self.m.to_string()])
             // The thesis's splits show the layout by design; the lab measures them knowingly.
             .arg("--quiet-layout-warning")
-            .args(if THESIS_SUITES.contains(&self.cipher) {
-                ["--insecure-thesis-suite", self.cipher]
+            .args(if self.cipher == DEFAULT_SUITE {
+                vec![]
+            } else if THESIS_SUITES.contains(&self.cipher) {
+                vec!["--insecure-thesis-suite", self.cipher]
             } else {
-                ["--cipher", self.cipher]
+                vec!["--cipher", self.cipher]
             })
             .args([
                 "--emulate-processing-ms-per-mb",
