@@ -33,8 +33,7 @@ pub enum Cipher {
 /// hardware, that is with AES instructions and carry-less multiply as aws-lc sees them: after
 /// any `OPENSSL_ia32cap` mask, so the laboratory's emulation of a device without them is
 /// honoured. Without them AES-GCM runs in software, 4 to 10 times slower than
-/// ChaCha20-Poly1305 (`sieve calibrate` under the masks), and its table lookups are not
-/// constant-time.
+/// ChaCha20-Poly1305 (`sieve calibrate` under the masks on an Intel Xeon).
 pub fn hardware_aes() -> bool {
     static HARDWARE_AES: OnceLock<bool> = OnceLock::new();
     *HARDWARE_AES.get_or_init(|| {
