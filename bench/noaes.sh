@@ -7,7 +7,10 @@
 #   MAC=blake3 bench/noaes.sh                        receiver's `--mac` (default: auto)
 #   MODES="so-aes128gcm so-chacha20 sieve sieve-chacha20" bench/noaes.sh
 #                                                    so-SUITE: secure-only with that suite;
-#                                                    sieve-SUITE: the sieve with that suite
+#                                                    sieve-SUITE: the sieve with that suite;
+#                                                    sieve: no suite named, so ChaCha20-Poly1305
+#                                                    wherever aws-lc finds no AES hardware (under
+#                                                    every mask here), AES-128-GCM otherwise
 #
 # Masks (x86): `~0x200000200000000` clears AES-NI and PCLMULQDQ in the first word; on CPUs with
 # VAES and VPCLMULQDQ (in the leaf-7 word after the colon) aws-lc still hashes GCM's associated
@@ -17,8 +20,9 @@
 # itself and keeps it under any mask.
 #
 # Per mask and round, alternating: secure-only with AES-128-GCM, secure-only with
-# ChaCha20-Poly1305, and the sieve; receiver --discard, N = M = 1. Prints medians [min..max] of
-# `response_ms` and the ratios of the sieve to each secure-only, of the medians and per round.
+# ChaCha20-Poly1305, and the sieve with its default suite; receiver --discard, N = M = 1.
+# Prints medians [min..max] of `response_ms` and the ratios of the sieve to each secure-only, of
+# the medians and per round.
 set -euo pipefail
 SIZE=${1:-256MiB}
 P=${2:-0.1}

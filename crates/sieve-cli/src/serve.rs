@@ -158,6 +158,12 @@ pub async fn run(args: &Args) -> Result<()> {
         client_ca: args.client_ca.clone(),
     }
     .config()?;
+    if !sieve_transport::tls::hardware_aes() {
+        tracing::info!(
+            "no AES hardware as aws-lc sees it: ChaCha20-Poly1305 is taken whenever a sender \
+             offers it (AES-GCM would run in software)"
+        );
+    }
     let limits = ServeLimits {
         max_sessions: args.max_sessions,
         max_doc_bytes: args.max_doc_size,
