@@ -98,6 +98,12 @@ pub struct PathRecord {
     /// last one's nor as each other's, the most recent first, at most `MAX_OTHER_DATA` (8).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub auto_others: Vec<AutoStart>,
+    /// The TLS suite the last session agreed on, by rustls's name (`cipher` in `--json`): a
+    /// receiver without AES hardware takes ChaCha20-Poly1305 where this sender lists AES-128-GCM
+    /// first, and `--mode auto` prices the suite that will be used (files written before it was
+    /// kept have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cipher: Option<String>,
 }
 
 impl PathRecord {
@@ -393,6 +399,7 @@ fn record_of(report: &SessionReport) -> Option<PathRecord> {
             .and_then(level_of),
         auto_anchor_ratio: auto.and_then(|c| c.anchor_ratio),
         auto_others: Vec::new(),
+        cipher: Some(report.cipher.clone()).filter(|c| !c.is_empty() && c != "none"),
     })
 }
 
@@ -467,6 +474,16 @@ mod tests {
         let raw = record_of(&session(1000.0, 3_000_000, 27_000_000, None)).unwrap();
         assert!((raw.rate_gbps - 0.030).abs() < 1e-12, "{raw:?}");
         assert_eq!(raw.compresses, None);
+        // The suite agreed on is kept for `auto` to price; a report without one keeps none.
+        assert_eq!(raw.cipher, None);
+        let chacha = SessionReport {
+            cipher: "TLS13_CHACHA20_POLY1305_SHA256".into(),
+            ..session(1000.0, 3_000_000, 27_000_000, None)
+        };
+        assert_eq!(
+            record_of(&chacha).and_then(|r| r.cipher).as_deref(),
+            Some("TLS13_CHACHA20_POLY1305_SHA256")
+        );
     }
 
     /// Short sessions, small ones and failed ones say nothing of the path.
@@ -495,6 +512,7 @@ mod tests {
             auto_level: None,
             auto_anchor_ratio: None,
             auto_others: Vec::new(),
+            cipher: Some("TLS13_CHACHA20_POLY1305_SHA256".into()),
         };
         remember_at(
             &path,
@@ -566,6 +584,7 @@ mod tests {
                 auto_level: None,
                 auto_anchor_ratio: None,
                 auto_others: Vec::new(),
+                cipher: None,
             };
             remember_at(
                 &path,

@@ -72,6 +72,26 @@ impl Cipher {
         Cipher::ALL.into_iter().find(|c| c.suite().suite() == first)
     }
 
+    /// The suites a sender's configuration offers, in its order.
+    pub(crate) fn offered(cfg: &ClientConfig) -> Vec<Cipher> {
+        cfg.crypto_provider()
+            .cipher_suites
+            .iter()
+            .filter_map(|s| {
+                Cipher::ALL
+                    .into_iter()
+                    .find(|c| c.suite().suite() == s.suite())
+            })
+            .collect()
+    }
+
+    /// The suite rustls names `name` (as `--json`'s `cipher` gives it), if it is one of these.
+    pub(crate) fn of_suite_name(name: &str) -> Option<Cipher> {
+        Cipher::ALL
+            .into_iter()
+            .find(|c| crate::secured::suite_name(Some(c.suite())) == name)
+    }
+
     fn suite(self) -> SupportedCipherSuite {
         match self {
             Cipher::Aes128Gcm => aws_lc_rs::cipher_suite::TLS13_AES_128_GCM_SHA256,

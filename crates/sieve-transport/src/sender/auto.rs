@@ -87,7 +87,7 @@ pub(super) fn choose_mode(
             ..s.sieve_shape()
         })
         .collect();
-    let cipher = crate::tls::Cipher::of_config(&cfg.tls).unwrap_or_default();
+    let cipher = priced_cipher(&cfg.tls, path.as_ref());
     let decision = decide::choose(
         &calibration,
         (cipher, priced_mac(&macs)),
@@ -96,6 +96,25 @@ pub(super) fn choose_mode(
         path.map(|p| p.rate_gbps),
     );
     Ok((decision, sample_share))
+}
+
+/// The suite the model prices: the one this sender offers first, unless it offers several and
+/// the last session to this receiver agreed on another of them. A receiver without AES hardware
+/// takes ChaCha20-Poly1305 where this sender lists AES-128-GCM first
+/// ([`crate::tls::ServerTls::config`]), and there secure-only costs several times what
+/// AES-128-GCM would.
+fn priced_cipher(
+    tls: &rustls::ClientConfig,
+    path: Option<&crate::paths::PathRecord>,
+) -> crate::tls::Cipher {
+    let offered = crate::tls::Cipher::offered(tls);
+    let agreed = path
+        .and_then(|p| p.cipher.as_deref())
+        .and_then(crate::tls::Cipher::of_suite_name)
+        .filter(|c| offered.contains(c));
+    agreed
+        .or_else(|| offered.first().copied())
+        .unwrap_or_default()
 }
 
 /// Whether `--mode auto` would send a document of `shape` secure-only to `cfg.to` on a machine
@@ -146,4 +165,70 @@ pub(super) fn mac_offer(calibration: Option<&crate::calibrate::Calibration>) -> 
     calibration.map_or_else(MacOffer::default, |c| {
         MacOffer::from_preference(&c.mac_preference())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::PathRecord;
+    use crate::tls::{Cipher, ClientTls};
+
+    /// A sender's TLS configuration offering `cipher` (`None`: every suite, in this machine's
+    /// order), trusting a CA made for the test.
+    fn tls(dir: &std::path::Path, cipher: Option<Cipher>) -> std::sync::Arc<rustls::ClientConfig> {
+        let params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, params.self_signed(&key).unwrap().pem()).unwrap();
+        ClientTls {
+            ca: &ca,
+            cipher,
+            identity: None,
+        }
+        .config()
+        .unwrap()
+    }
+
+    fn path_agreed(cipher: Option<&str>) -> PathRecord {
+        PathRecord {
+            rate_gbps: 0.1,
+            compresses: None,
+            seen: 1,
+            auto_level: None,
+            auto_anchor_ratio: None,
+            auto_others: Vec::new(),
+            cipher: cipher.map(String::from),
+        }
+    }
+
+    /// The suite a receiver agreed on last time is priced when this sender offers it among
+    /// others; a suite the user named, or nothing remembered, prices what is offered first.
+    #[test]
+    fn the_suite_priced_is_the_one_the_receiver_took() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = tls(dir.path(), None);
+        let first = Cipher::offered(&all)[0];
+        let chacha = "TLS13_CHACHA20_POLY1305_SHA256";
+        let aes256 = "TLS13_AES_256_GCM_SHA384";
+        assert_eq!(Cipher::offered(&all).len(), 3);
+        assert_eq!(priced_cipher(&all, None), first);
+        assert_eq!(priced_cipher(&all, Some(&path_agreed(None))), first);
+        assert_eq!(
+            priced_cipher(&all, Some(&path_agreed(Some(chacha)))),
+            Cipher::Chacha20
+        );
+        assert_eq!(
+            priced_cipher(&all, Some(&path_agreed(Some(aes256)))),
+            Cipher::Aes256Gcm
+        );
+        assert_eq!(
+            priced_cipher(&all, Some(&path_agreed(Some("TLS_SOMETHING_ELSE")))),
+            first
+        );
+        let named = tls(dir.path(), Some(Cipher::Aes128Gcm));
+        assert_eq!(
+            priced_cipher(&named, Some(&path_agreed(Some(chacha)))),
+            Cipher::Aes128Gcm
+        );
+    }
 }
