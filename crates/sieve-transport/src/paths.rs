@@ -704,6 +704,8 @@ mod tests {
         .unwrap();
         assert_eq!(level(&path), None);
         assert!(recall(&path, "r:7443").is_some());
+        // Nor did such a file keep the suite agreed on: nothing to price but what is offered.
+        assert_eq!(recall(&path, "r:7443").and_then(|r| r.cipher), None);
     }
 
     /// A session of `auto` whose cleartext shrank below what measures a rate keeps its level,
