@@ -131,6 +131,13 @@ impl Overheads {
     ///   the same measurement gave 0.17-0.19 µs in all, 0.07 of it preparation: segments cost
     ///   the same with the mask as without, so they are not hidden behind the slow sealing.)
     ///
+    /// The copy speeds above were timed without untimed passes first (calibration versions 1
+    /// and 2). On the Intel Xeon model 207 the first passes over fresh buffers ran at half the
+    /// steady speed, so there the copy measured 6.0-6.4 GB/s cold against 10.7-11.4 warm, as it
+    /// is timed since version 3; with the warm figure the laboratory's AUTO run met more points
+    /// (13 of 45 against 8) and predicted times closer to the measured ones. Whether the EPYC's
+    /// 30.6-32.6 were cold figures too was not measured again.
+    ///
     /// A receiver that writes (fsync, rename) adds a per-document cost equal in both modes,
     /// which changes no decision.
     pub const MEASURED: Overheads = Overheads {
