@@ -62,7 +62,7 @@ fn masks_are_honoured_and_cached_apart() {
         );
     }
     // The suite offered first is the one measured fastest: AES-128-GCM with the instructions,
-    // ChaCha20-Poly1305 without them (4 to 10 times AES-GCM's speed in software).
+    // ChaCha20-Poly1305 without them (4 to 8 times AES-GCM's speed in software).
     assert_eq!(plain["hardware_aes"], true, "{plain}");
     assert_eq!(plain["cipher_preference"][0], "aes128gcm", "{plain}");
     assert_eq!(masked["hardware_aes"], false, "{masked}");

@@ -1,6 +1,6 @@
 //! Which TLS suite two ends agree on, with the real binary and aws-lc's `OPENSSL_ia32cap` masks
 //! emulating a device without AES instructions at either end: ChaCha20-Poly1305 whenever one
-//! end lacks AES hardware (AES-GCM would run in software there, 4 to 10 times slower), the
+//! end lacks AES hardware (AES-GCM would run in software there, 4 to 8 times slower), the
 //! sender's first choice otherwise, and always the suite a user named with `--cipher`.
 
 mod common;

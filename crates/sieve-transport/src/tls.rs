@@ -32,7 +32,7 @@ pub enum Cipher {
 /// Whether this process's libcrypto (aws-lc, which rustls seals with) runs AES-GCM in
 /// hardware, that is with AES instructions and carry-less multiply as aws-lc sees them: after
 /// any `OPENSSL_ia32cap` mask, so the laboratory's emulation of a device without them is
-/// honoured. Without them AES-GCM runs in software, 4 to 10 times slower than
+/// honoured. Without them AES-GCM runs in software, 4 to 8 times slower than
 /// ChaCha20-Poly1305 (`sieve calibrate` under the masks on an Intel Xeon).
 pub fn hardware_aes() -> bool {
     static HARDWARE_AES: OnceLock<bool> = OnceLock::new();
@@ -68,8 +68,7 @@ impl Cipher {
     /// The suite a client configuration asks for first: the one its sessions will use with a
     /// receiver that accepts it (`None` when it is none of [`Cipher::ALL`]).
     pub(crate) fn of_config(cfg: &ClientConfig) -> Option<Cipher> {
-        let first = cfg.crypto_provider().cipher_suites.first()?.suite();
-        Cipher::ALL.into_iter().find(|c| c.suite().suite() == first)
+        Cipher::of_rustls(cfg.crypto_provider().cipher_suites.first()?)
     }
 
     /// The suites a sender's configuration offers, in its order.
@@ -77,12 +76,15 @@ impl Cipher {
         cfg.crypto_provider()
             .cipher_suites
             .iter()
-            .filter_map(|s| {
-                Cipher::ALL
-                    .into_iter()
-                    .find(|c| c.suite().suite() == s.suite())
-            })
+            .filter_map(Cipher::of_rustls)
             .collect()
+    }
+
+    /// Which of these a rustls suite is (`None`: none of [`Cipher::ALL`]).
+    fn of_rustls(s: &SupportedCipherSuite) -> Option<Cipher> {
+        Cipher::ALL
+            .into_iter()
+            .find(|c| c.suite().suite() == s.suite())
     }
 
     /// The suite rustls names `name` (as `--json`'s `cipher` gives it), if it is one of these.
