@@ -143,6 +143,7 @@ pub async fn run(args: &Args) -> Result<()> {
         mmap: true,
         sendfile: Sendfile::Always,
         require_classified: false,
+        allow_clear: false,
         skip_invalid: false,
         legacy: None,
         compress: sieve_core::compress::Compression::Auto,

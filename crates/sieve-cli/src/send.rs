@@ -101,11 +101,20 @@ pub struct Args {
     /// skipped, and each skip is reported.
     #[arg(long, short = 'r')]
     pub recursive: bool,
-    /// Refuse to send a document that has no classified byte (the sieve would send it entirely
-    /// in the clear), in sieve mode and in auto mode whatever it chooses; without it such
-    /// documents are sent with a warning when they go through the sieve.
+    /// Refuse to send a document that has no classified byte, in sieve mode and in auto mode
+    /// whatever it chooses, instead of sending it secure-only (no marks, no ranges file, no
+    /// policy) or, where a ranges file, a policy or --allow-clear said so, entirely in the
+    /// clear with a warning.
     #[arg(long)]
     pub require_classified: bool,
+    /// Send files for which no classification was given (no inline mark in them, and neither
+    /// --ranges, --ranges-beside nor --policy) through the sieve as they are: entirely in the
+    /// clear. Without it such files travel secure-only, whatever --mode says, and the sender
+    /// says so (in --json: `unmarked`, and `decision.reason` beginning `unmarked` when no file
+    /// of the session was classified). A ranges file (an empty one too) or a policy is a
+    /// choice already: their files are sent as they say.
+    #[arg(long)]
+    pub allow_clear: bool,
     /// Send the files that can be sent when some cannot (badly marked, unreadable, a missing
     /// ranges file): they are listed on stderr and in --json as `skipped`, and the command
     /// exits non-zero. Without it, every file is checked first and nothing is sent if any fails.
@@ -265,6 +274,7 @@ pub fn config(args: &Args) -> Result<SendConfig> {
         mmap: !args.no_mmap,
         sendfile: args.sendfile,
         require_classified: args.require_classified,
+        allow_clear: args.allow_clear,
         skip_invalid: args.skip_invalid,
         legacy: legacy(args)?,
         compress: args.compress,
@@ -380,6 +390,34 @@ fn layout_warning(args: &Args, docs: usize) -> Option<String> {
     ))
 }
 
+/// Says on stderr which files travel secure-only because nothing classified them, and how to
+/// choose otherwise.
+fn print_unmarked(unmarked: &[String], docs: usize) {
+    const SHOWN: usize = 5;
+    if unmarked.is_empty() {
+        return;
+    }
+    let mut names = unmarked
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if unmarked.len() > SHOWN {
+        names.push_str(&format!(" and {} more", unmarked.len() - SHOWN));
+    }
+    let which = if unmarked.len() == docs {
+        "the session is secure-only"
+    } else {
+        "they travel secure-only"
+    };
+    eprintln!(
+        "note: no classification was given for {names} (no inline mark, no --ranges, no \
+         --policy): {which}. Mark the classified parts, give their ranges or a policy, or pass \
+         --allow-clear to send such files in the clear"
+    );
+}
+
 pub async fn run(args: &Args) -> Result<bool> {
     let cfg = config(args)?;
     crate::serve::raise_open_file_limit();
@@ -422,10 +460,11 @@ pub async fn run(args: &Args) -> Result<bool> {
     }
     for name in prepared.unclassified() {
         eprintln!(
-            "warning: {name} has no classified byte: it travels entirely in the clear (mark its \
-             classified parts or give their ranges; --require-classified refuses such files)"
+            "warning: {name} has no classified byte: it travels entirely in the clear, as its \
+             classification says (--require-classified refuses such files)"
         );
     }
+    print_unmarked(prepared.unmarked(), prepared.len());
     let progress = Arc::new(Progress::default());
     let bar = progress_bar(progress.clone(), prepared.content_bytes());
     let docs = prepared.len();

@@ -43,18 +43,29 @@ struct SendCli {
     args: crate::send::Args,
 }
 
-pub(crate) fn send_config(rx: &server::Receiver, ranges: &Path) -> Result<SendConfig> {
-    let cli = SendCli::try_parse_from([
-        "send".as_ref(),
-        "--to".as_ref(),
-        rx.to.as_ref(),
-        "--ca".as_ref(),
+/// How the page sends its document: with the ranges the page holds, or, when nothing in it is
+/// marked, secure-only (`sieve send`'s rule for a document nobody classified: the page's ranges
+/// come from a policy, but nobody chose to send it in the clear by leaving it unmarked).
+pub(crate) enum PageSend<'a> {
+    Ranges(&'a Path),
+    SecureOnly,
+}
+
+pub(crate) fn send_config(rx: &server::Receiver, how: PageSend<'_>) -> Result<SendConfig> {
+    use std::ffi::OsStr;
+    let mut argv: Vec<&OsStr> = vec![
+        OsStr::new("send"),
+        OsStr::new("--to"),
+        OsStr::new(&rx.to),
+        OsStr::new("--ca"),
         rx.ca.as_os_str(),
-        "--ranges".as_ref(),
-        ranges.as_os_str(),
-        "document".as_ref(),
-    ] as [&std::ffi::OsStr; 8])
-    .context("internal error: the page's send options")?;
+    ];
+    match how {
+        PageSend::Ranges(ranges) => argv.extend([OsStr::new("--ranges"), ranges.as_os_str()]),
+        PageSend::SecureOnly => argv.extend([OsStr::new("--mode"), OsStr::new("secure-only")]),
+    }
+    argv.push(OsStr::new("document"));
+    let cli = SendCli::try_parse_from(argv).context("internal error: the page's send options")?;
     crate::send::config(&cli.args)
 }
 

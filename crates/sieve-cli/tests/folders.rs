@@ -235,16 +235,39 @@ fn ranges_go_beside_each_file_and_one_ranges_file_fits_one_file() {
 }
 
 #[test]
-fn documents_without_a_classified_byte_are_warned_about_or_refused() {
+fn documents_without_a_classified_byte_go_secure_only_or_are_warned_about_or_refused() {
     let rig = Rig::start(&[]);
     let src = rig.src();
     let plain = src.join("notes.txt");
     std::fs::write(&plain, "nothing marked here\n").unwrap();
     let marked = src.join("marked.txt");
     std::fs::write(&marked, "a <$S>b<$E> c\n").unwrap();
-    // The sieve sends notes.txt in the clear, and says so.
+    // Nothing classified notes.txt: even the sieve sends it secure-only, and says so.
     let o = rig.send(
         &["--mode", "sieve", "--json"],
+        &[plain.clone(), marked.clone()],
+    );
+    let err = ok(&o);
+    assert!(
+        err.contains("no classification was given for notes.txt")
+            && err.contains("--allow-clear")
+            && !err.contains("marked.txt ("),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
+    assert_eq!(v["unmarked"], serde_json::json!(["notes.txt"]));
+    assert_eq!(v["unclassified"], serde_json::json!([]));
+    assert_eq!(v["mode"], "sieve");
+    // Its 20 bytes and marked.txt's classified one went over TLS.
+    assert_eq!(v["secure_bytes"].as_u64(), Some(21), "{v}");
+    let clean = || {
+        std::fs::remove_file(rig.out.join("notes.txt")).unwrap();
+        std::fs::remove_file(rig.out.join("marked.txt")).unwrap();
+    };
+    clean();
+    // With --allow-clear the sieve sends notes.txt in the clear, and warns.
+    let o = rig.send(
+        &["--mode", "sieve", "--allow-clear", "--json"],
         &[plain.clone(), marked.clone()],
     );
     let err = ok(&o);
@@ -256,12 +279,12 @@ fn documents_without_a_classified_byte_are_warned_about_or_refused() {
     );
     let v: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
     assert_eq!(v["unclassified"], serde_json::json!(["notes.txt"]));
-    std::fs::remove_file(rig.out.join("notes.txt")).unwrap();
-    std::fs::remove_file(rig.out.join("marked.txt")).unwrap();
+    assert_eq!(v["unmarked"], serde_json::json!([]));
+    clean();
     let o = rig.send(&["--require-classified", "--json"], &[plain, marked]);
     let err = failed(&o);
     assert!(
-        err.contains("notes.txt") && err.contains("entirely in the clear"),
+        err.contains("notes.txt") && err.contains("no classified byte"),
         "{err}"
     );
     assert!(text(&o.stdout).contains("\"error\""), "{}", text(&o.stdout));

@@ -335,6 +335,46 @@ fn the_page_sends_with_its_ranges_to_a_receiver() {
     );
 }
 
+/// A document in which nothing is marked goes secure-only from the page, as from `sieve send`:
+/// nobody chose to send it in the clear.
+#[test]
+fn the_page_sends_a_document_with_nothing_marked_secure_only() {
+    let root = tempfile::tempdir().unwrap();
+    let certs = certs(root.path());
+    let inbox = root.path().join("inbox");
+    std::fs::create_dir(&inbox).unwrap();
+    let rx = common::Server::start(&certs, &inbox, None, &[]);
+    let d = tempfile::tempdir().unwrap();
+    let text = "Minutes of the meeting: the room is booked until noon.\n".repeat(40);
+    let doc = d.path().join("minutes.txt");
+    std::fs::write(&doc, &text).unwrap();
+    let ca = rx.ca();
+    let ui = Ui::start(
+        &doc,
+        &["--to", &rx.addr.to_string(), "--ca", ca.to_str().unwrap()],
+    );
+    let summary = ui.wait_scanned();
+    assert_eq!(summary["classified"], 0, "{summary}");
+    let started = ui.json("POST", "/api/send", "");
+    assert_eq!(started["secure_only"], true, "{started}");
+    assert!(started["note"].as_str().is_some_and(|n| n.contains("secure-only")), "{started}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let s = ui.json("GET", "/api/send", "");
+        if s["state"] != "sending" {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "never finished: {s}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status["state"], "delivered", "{status}\n{}", rx.log());
+    let report = &status["report"];
+    assert_eq!(report["mode"], "secure-only", "{status}");
+    assert_eq!(report["plain_bytes"], 0, "{status}");
+    assert_eq!(report["secure_bytes"], text.len(), "{status}");
+    assert_eq!(std::fs::read_to_string(inbox.join("minutes.txt")).unwrap(), text);
+}
+
 fn which(names: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     names.iter().find_map(|n| {

@@ -92,8 +92,13 @@ pub struct SessionReport {
     /// `chacha20-poly1305`); empty in reports written before it was kept.
     #[serde(default)]
     pub mac: String,
-    /// Documents sent in sieve mode without a classified byte: entirely in the clear.
+    /// Documents sent in sieve mode without a classified byte: entirely in the clear (only
+    /// where a ranges file, a policy or `--allow-clear` said so).
     pub unclassified: Vec<String>,
+    /// Documents for which no classification was given (no inline mark, no ranges file, no
+    /// policy), sent secure-only for that reason.
+    #[serde(default)]
+    pub unmarked: Vec<String>,
     /// Documents whose files a read lease watched for changes (the others were watched by their
     /// size and times only).
     pub docs_leased: usize,
@@ -143,8 +148,10 @@ pub struct DecisionReport {
     pub chosen: Mode,
     /// The mode asked for (`auto`).
     pub requested: String,
-    /// What the cost model predicted for each mode.
-    pub predicted_ms: PredictedMs,
+    /// What the cost model predicted for each mode; absent when the choice was not the
+    /// model's (nothing in the documents was classified, so they went secure-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_ms: Option<PredictedMs>,
     /// One line: what bounds the transfer and what tipped the choice.
     pub reason: String,
 }
@@ -154,17 +161,12 @@ impl DecisionReport {
     /// 2.1 ms against 2.6 ms for the sieve)".
     pub fn summary(&self) -> String {
         let why = self.reason.split(':').next().unwrap_or_default();
+        let Some(p) = self.predicted_ms else {
+            return format!("{} sent {} ({why})", self.requested, self.chosen);
+        };
         let (mine, other, other_name) = match self.chosen {
-            Mode::Sieve => (
-                self.predicted_ms.sieve,
-                self.predicted_ms.secure_only,
-                "secure-only",
-            ),
-            Mode::SecureOnly => (
-                self.predicted_ms.secure_only,
-                self.predicted_ms.sieve,
-                "the sieve",
-            ),
+            Mode::Sieve => (p.sieve, p.secure_only, "secure-only"),
+            Mode::SecureOnly => (p.secure_only, p.sieve, "the sieve"),
         };
         format!(
             "{} chose {} ({why}; predicted {} ms against {} ms for {other_name})",
@@ -297,10 +299,10 @@ mod tests {
             decision: Some(DecisionReport {
                 chosen: Mode::SecureOnly,
                 requested: "auto".into(),
-                predicted_ms: PredictedMs {
+                predicted_ms: Some(PredictedMs {
                     sieve: 2.6,
                     secure_only: 2.1,
-                },
+                }),
                 reason: "fixed costs: two connections".into(),
             }),
             compression: Some(CompressionReport::uncompressed(Compression::Off, 7)),
@@ -328,15 +330,30 @@ mod tests {
         let d = DecisionReport {
             chosen: Mode::Sieve,
             requested: "auto".into(),
-            predicted_ms: PredictedMs {
+            predicted_ms: Some(PredictedMs {
                 sieve: 480.4,
                 secure_only: 0.534,
-            },
+            }),
             reason: "protection: AES-GCM is slow here".into(),
         };
         assert_eq!(
             d.summary(),
             "auto chose sieve (protection; predicted 480 ms against 0.53 ms for secure-only)"
         );
+    }
+
+    #[test]
+    fn a_session_sent_secure_only_for_want_of_marks_says_so_without_predictions() {
+        let d = DecisionReport {
+            chosen: Mode::SecureOnly,
+            requested: "sieve".into(),
+            predicted_ms: None,
+            reason: "unmarked: no classification was given".into(),
+        };
+        assert_eq!(d.summary(), "sieve sent secure-only (unmarked)");
+        let v = serde_json::to_value(&d).unwrap();
+        assert!(v.get("predicted_ms").is_none(), "{v}");
+        let back: DecisionReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back, d);
     }
 }

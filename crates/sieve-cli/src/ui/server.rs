@@ -662,7 +662,14 @@ async fn send(State(app): State<Arc<App>>, h: HeaderMap) -> ApiResult<Json<serde
     let ranges_path = app.uploads.path().join(".send.ranges.json");
     std::fs::write(&ranges_path, ranges_file::to_json(&ranges))
         .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    let cfg = super::send_config(&rx, &ranges_path)
+    // Nothing marked on the page: nobody chose to send the document in the clear.
+    let unmarked = ranges.as_slice().is_empty();
+    let how = if unmarked {
+        super::PageSend::SecureOnly
+    } else {
+        super::PageSend::Ranges(&ranges_path)
+    };
+    let cfg = super::send_config(&rx, how)
         .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
     let app2 = app.clone();
     tokio::spawn(async move {
@@ -684,7 +691,12 @@ async fn send(State(app): State<Arc<App>>, h: HeaderMap) -> ApiResult<Json<serde
             }
         }
     });
-    Ok(Json(serde_json::json!({ "state": "sending" })))
+    let note = unmarked.then_some(
+        "nothing in the document is marked, so it travels secure-only: every byte over TLS",
+    );
+    Ok(Json(
+        serde_json::json!({ "state": "sending", "secure_only": unmarked, "note": note }),
+    ))
 }
 
 async fn send_status(

@@ -77,10 +77,10 @@ pub fn choose(
     DecisionReport {
         chosen: d.mode,
         requested: SendMode::Auto.to_string(),
-        predicted_ms: PredictedMs {
+        predicted_ms: Some(PredictedMs {
             sieve: d.predicted_ms.sieve,
             secure_only: d.predicted_ms.secure_only,
-        },
+        }),
         reason: d.reason,
     }
 }
@@ -184,7 +184,7 @@ mod tests {
         let d = choose(&no_aes(), SUITE, shared(), &[doc(GIB, 0.1, true)], None);
         assert_eq!(d.chosen, Mode::Sieve, "{d:?}");
         assert_eq!(d.requested, "auto");
-        assert!(d.predicted_ms.sieve < d.predicted_ms.secure_only, "{d:?}");
+        assert!(d.predicted_ms.unwrap().sieve < d.predicted_ms.unwrap().secure_only, "{d:?}");
         assert!(
             d.summary().starts_with("auto chose sieve ("),
             "{}",
@@ -193,14 +193,14 @@ mod tests {
         // Scanned or given by a ranges file, the same choice.
         let ranged = choose(&no_aes(), SUITE, shared(), &[doc(GIB, 0.1, false)], None);
         assert_eq!(ranged.chosen, Mode::Sieve);
-        assert!(ranged.predicted_ms.sieve < d.predicted_ms.sieve);
+        assert!(ranged.predicted_ms.unwrap().sieve < d.predicted_ms.unwrap().sieve);
     }
 
     #[test]
     fn a_small_mostly_classified_document_with_aes_goes_secure_only() {
         let d = choose(&aes(), SUITE, shared(), &[doc(MB, 0.9, true)], None);
         assert_eq!(d.chosen, Mode::SecureOnly, "{d:?}");
-        assert!(d.predicted_ms.secure_only < d.predicted_ms.sieve, "{d:?}");
+        assert!(d.predicted_ms.unwrap().secure_only < d.predicted_ms.unwrap().sieve, "{d:?}");
         let s = d.summary();
         assert!(s.starts_with("auto chose secure-only ("), "{s}");
         assert!(s.contains("for the sieve"), "{s}");
@@ -219,8 +219,8 @@ mod tests {
             &docs,
             None,
         );
-        assert!(fast.predicted_ms.secure_only < slow.predicted_ms.secure_only);
-        assert!(fast.predicted_ms.sieve < slow.predicted_ms.sieve);
+        assert!(fast.predicted_ms.unwrap().secure_only < slow.predicted_ms.unwrap().secure_only);
+        assert!(fast.predicted_ms.unwrap().sieve < slow.predicted_ms.unwrap().sieve);
     }
 
     #[test]

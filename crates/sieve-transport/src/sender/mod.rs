@@ -117,6 +117,12 @@ pub struct SendConfig {
     /// send them entirely in the clear) instead of only warning about them; in auto mode
     /// whatever it would choose, so that the refusal does not depend on the machine.
     pub require_classified: bool,
+    /// Send documents for which no classification was given (no inline mark in them, and
+    /// neither a ranges file nor a policy) as their classification says: entirely in the clear.
+    /// Off by default, and such documents travel secure-only whatever the mode: nothing goes
+    /// in the clear that nobody chose to send in the clear. A ranges file (an empty one too)
+    /// or a policy is a choice already, and this changes nothing for them.
+    pub allow_clear: bool,
     /// INSECURE, laboratory only: open the secure channels with a thesis TLS 1.2 suite through
     /// OpenSSL instead of `tls` (feature `insecure-thesis-suites`; see `legacy_tls.rs`).
     pub legacy: Option<LegacyConnector>,
@@ -319,8 +325,10 @@ pub struct Prepared {
     sieve_time: std::time::Duration,
     /// The mode the session uses: the one asked for, or what `auto` chose.
     mode: Mode,
-    /// Why, when `auto` chose.
+    /// Why, when `auto` chose, or when no document was classified ([`protect_unmarked`]).
     decision: Option<DecisionReport>,
+    /// Documents sent secure-only because no classification was given for them.
+    unmarked: Vec<String>,
     /// Channel 0, opened while the documents were prepared.
     dial: Option<Dial>,
     /// The cleartext MACs HELLO offers, fastest first by this machine's measurement.
@@ -340,6 +348,12 @@ impl Prepared {
             .filter(|s| s.unclassified())
             .map(|s| s.name.as_str())
             .collect()
+    }
+
+    /// Names of the documents that travel secure-only because no classification was given for
+    /// them (no inline mark, no ranges file, no policy; see [`SendConfig::allow_clear`]).
+    pub fn unmarked(&self) -> &[String] {
+        &self.unmarked
     }
 
     /// Documents left out because they cannot be sent (`--skip-invalid`), each with why.
@@ -561,14 +575,22 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
             list.push_str(&format!(" and {} more", bare.len() - SHOWN));
         }
         bail!(
-            "{} document{} no classified byte and would travel entirely in the clear \
-             (--require-classified): {list}. Mark the classified parts, give their ranges, or \
-             send with --mode secure-only",
+            "{} document{} no classified byte (--require-classified): {list}. Mark the \
+             classified parts, give their ranges or a policy, or send with --mode secure-only",
             bare.len(),
             if bare.len() == 1 { " has" } else { "s have" },
         );
     }
+    let unmarked = protect_unmarked(cfg, &mut sources);
+    let all_unmarked = !unmarked.is_empty() && unmarked.len() == sources.len();
     let (mode, decision, macs, sample_share) = match (mode, place, calibration) {
+        // Nothing was classified: the session is secure-only, whatever was asked for.
+        (asked, _, known) if all_unmarked => (
+            Mode::SecureOnly,
+            Some(unmarked_decision(asked)),
+            mac_offer(known.as_ref()),
+            None,
+        ),
         (SendMode::Fixed(m), _, known) => (m, None, mac_offer(known.as_ref()), None),
         (SendMode::Auto, Some(place), Some(calibration)) => {
             let macs = mac_offer(Some(&calibration));
@@ -594,6 +616,7 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
         sieve_time,
         mode,
         decision,
+        unmarked,
         dial,
         macs,
         sample_share,
@@ -601,6 +624,43 @@ pub async fn prepare(cfg: &SendConfig, inputs: Vec<Input>) -> Result<Prepared> {
     };
     Ok(prepared)
 }
+
+/// Secure by default: every document for which no classification was given (the default
+/// inline marks, none found in it) is made secure-only, unless [`SendConfig::allow_clear`]
+/// says such documents may go in the clear. Returns their names.
+///
+/// Only inline marks can be absent without anyone having decided anything: a ranges file,
+/// even an empty one, or a policy, even one that finds nothing, is a classification somebody
+/// chose, and such a document is sent as it says (with a warning when nothing in it is
+/// classified).
+fn protect_unmarked(cfg: &SendConfig, sources: &mut [Source]) -> Vec<String> {
+    if cfg.allow_clear || !matches!(cfg.classify, Classify::Marks(_)) {
+        return Vec::new();
+    }
+    sources
+        .iter_mut()
+        .filter(|s| s.unclassified())
+        .map(|s| {
+            s.make_secure_only();
+            s.name.clone()
+        })
+        .collect()
+}
+
+/// Why a session none of whose documents was classified is secure-only, for the report's
+/// `decision`: the reason begins with `unmarked`, for scripts to match.
+fn unmarked_decision(asked: SendMode) -> DecisionReport {
+    DecisionReport {
+        chosen: Mode::SecureOnly,
+        requested: asked.to_string(),
+        predicted_ms: None,
+        reason: UNMARKED_REASON.to_string(),
+    }
+}
+
+/// The `decision.reason` of a session sent secure-only because nothing in it was classified.
+pub const UNMARKED_REASON: &str = "unmarked: no classification was given (no inline mark, ranges \
+    file or policy), so every byte travelled over TLS; --allow-clear sends such documents in the clear";
 
 /// The runs of every document that was only counted, collected now that `auto` chose the sieve
 /// (on a blocking thread, as the first pass ran); documents already collected are untouched.
@@ -676,6 +736,7 @@ pub async fn send_prepared(
         sieve_time,
         mode,
         decision,
+        unmarked,
         dial,
         macs,
         sample_share,
@@ -738,6 +799,7 @@ pub async fn send_prepared(
         cipher: connected.cipher.clone(),
         mac: connected.mac.alg().name().to_string(),
         unclassified,
+        unmarked,
         docs_leased,
         skipped,
         ..Default::default()

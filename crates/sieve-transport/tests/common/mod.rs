@@ -210,6 +210,7 @@ impl TestReceiver {
             mmap: true,
             sendfile: Sendfile::default(),
             require_classified: false,
+            allow_clear: false,
             skip_invalid: false,
             legacy: None,
             compress: sieve_core::compress::Compression::Auto,

@@ -242,7 +242,8 @@ async function save(kind) {
 
 async function send() {
   try {
-    await postJSON('/api/send');
+    const started = await postJSON('/api/send');
+    const note = started && started.note ? ' (' + started.note + ')' : '';
     const bar = $('send-progress');
     bar.hidden = false;
     const tick = async () => {
@@ -255,7 +256,7 @@ async function send() {
         bar.value = bar.max;
         const r = s.report || {};
         say('Delivered: ' + bytes(r.secure_bytes || 0) + ' over TLS, ' + bytes(r.plain_bytes || 0) +
-          ' in the clear, in ' + Math.round(r.total_ms || 0) + ' ms.');
+          ' in the clear, in ' + Math.round(r.total_ms || 0) + ' ms' + note + '.');
       } else say('Not delivered: ' + (s.error || 'unknown error'), true);
     };
     tick();
