@@ -1,5 +1,5 @@
-//! Tests that run the real `sieve` binary: the command-line contract (DESIGN.md §7), a sender
-//! killed mid-transfer, badly marked files, and TLS as seen by OpenSSL.
+//! Tests that run the real `sieve` binary: the command-line contract (docs/DESIGN.md §7.1), a
+//! sender killed mid-transfer, badly marked files, and TLS as seen by OpenSSL.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -15,7 +15,7 @@
 //! | x-P files (§5.1.2) | [`gen`] |
 //! | — (the thesis sent one file name) | [`name`]: which relative names a receiver accepts |
 //! | realistic documents with x-P marking (prose, CSV, JSON lines, logs) | [`corpus`] |
-//! | ACCENT's adaptive compression (seed 004), for the cleartext only | [`compress`] |
+//! | ACCENT's adaptive compression (Park and Park, 2011), for the cleartext only | [`compress`] |
 //! | — (the thesis sent the cleartext unprotected) | [`mac`]: which MAC, negotiated by measured speed |
 //! | — (the thesis always sieved) | [`cost`]: `--mode auto`, sieve or secure-only by predicted time |
 //! | the thesis's measured times (§5.1.1) | [`report`]: `sieve send --json`, one type for writer and readers |

@@ -2,9 +2,9 @@
 //! output folder.
 //!
 //! A document's name comes from the sender ([`crate::message::Doc::name`]) and is untrusted
-//! (DESIGN §6: a sender must not be able to write outside the output folder). Folders travel as
-//! relative names such as `a/b/c.txt` (`sieve send -r`), so the name is a path, and this module
-//! decides, as a pure function of its bytes, whether it is one the receiver may create:
+//! (docs/DESIGN.md §6: a sender must not be able to write outside the output folder). Folders
+//! travel as relative names such as `a/b/c.txt` (`sieve send -r`), so the name is a path, and this
+//! module decides, as a pure function of its bytes, whether it is one the receiver may create:
 //!
 //! - components separated by `/`, none empty (no leading or trailing `/`, no `//`): the name is
 //!   relative and has one spelling;

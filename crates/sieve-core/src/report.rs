@@ -1,4 +1,4 @@
-//! What one session did, as `sieve send --json` prints it (DESIGN.md §7).
+//! What one session did, as `sieve send --json` prints it (docs/DESIGN.md §7.1).
 //!
 //! One type for the writer (the sender fills it) and every reader (the laboratory parses the
 //! sender's output into it), so a field added, renamed or retyped changes both sides at once:

@@ -1,4 +1,4 @@
-//! The core must build without an async runtime, sockets or TLS (DESIGN.md §2): check its
+//! The core must build without an async runtime, sockets or TLS (docs/DESIGN.md §2): check its
 //! normal dependency tree.
 
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! machine.
 //!
 //! Whether the sieve pays, and which cleartext MAC is cheapest, depend on the CPU's instructions
-//! (DESIGN §3): with AES and carry-less multiply, AES-GCM runs at ~10 GB/s
+//! (docs/DESIGN.md §3.5, §4): with AES and carry-less multiply, AES-GCM runs at ~10 GB/s
 //! and GMAC at ~25; without them, GHASH runs in software and a MAC built on the vector unit's
 //! integer multiplies (NH-Poly1305) or its additions and rotations (keyed BLAKE3) is several
 //! times faster. So each end measures, rather than assumes:

@@ -1,11 +1,11 @@
 //! Integrity of the plain channels: a keyed MAC of all cleartext, unit by unit.
 //!
 //! The plain channels cross the network in the clear, so their bytes must be checked before a
-//! document is committed (DESIGN §3). Every *unit* of a plain frame (see [`units`]) gets a tag
-//! under a key that both ends derive from channel 0's TLS exporter, bound to the unit's
-//! `(document, offset)`, unique within a session. The tags never leave either end: each side
-//! folds them, ordered by offset, into a ledger digest (`sieve_core::ledger`) and the sender's
-//! digest travels inside TLS.
+//! document is committed (docs/DESIGN.md §3.5). Every *unit* of a plain frame (see [`units`]) gets
+//! a tag under a key that both ends derive from channel 0's TLS exporter, bound to the unit's
+//! `(document, offset)`, unique within a session. The tags never leave either end: each side folds
+//! them, ordered by offset, into a ledger digest (`sieve_core::ledger`) and the sender's digest
+//! travels inside TLS.
 //!
 //! Which MAC is negotiated per session ([`sieve_core::mac`]), because the cheapest one depends
 //! on the CPU. The point of the sieve is to spend less CPU on cleartext than TLS would; on CPUs

@@ -7,21 +7,21 @@
 //! removed when the failure is noticed and, after a crash, when the receiver next starts. Nothing
 //! partial ever appears under a final name.
 //!
-//! What a sender may and may not do with names (DESIGN §6: "must not write outside the output
-//! folder"):
+//! What a sender may and may not do with names (docs/DESIGN.md §6: it must not write outside
+//! the output folder):
 //! - names are relative paths checked by [`sieve_core::name::check`] (no `..`, nothing absolute,
 //!   nothing hidden);
 //! - they are resolved one component at a time from the output folder's directory descriptor,
 //!   held from start-up, with `O_NOFOLLOW`: a symbolic link anywhere in the path (planted by
 //!   anyone) refuses the document rather than being followed, and no path string is ever
 //!   resolved from the root;
-//! - the final step is `renameat2(RENAME_NOREPLACE)`: an existing file is never replaced unless
-//!   the receiver was started with `--overwrite` (DESIGN §7), and the check cannot race with
+//! - the final step is `renameat2(RENAME_NOREPLACE)`: an existing file is never replaced unless the
+//!   receiver was started with `--overwrite` (docs/DESIGN.md §7.1), and the check cannot race with
 //!   another writer because the kernel makes it;
 //! - files are created `0600` (`--file-mode` widens them), folders likewise with search rights.
 //!
 //! The commit is one action (`PartFile::commit`) behind a small type, so that another store (an
-//! object store, DESIGN §10) can take its place.
+//! object store, docs/DESIGN.md §7.2) can take its place.
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};

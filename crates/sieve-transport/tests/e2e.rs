@@ -762,8 +762,8 @@ async fn changed_plain_byte_fails_the_document() {
     assert_eq!(rx.out_names(), vec!["next.txt".to_string()]);
 }
 
-/// The plain channels do not show where the classified parts sat (DESIGN §6: an observer must not
-/// learn the layout). Recorded by a proxy on the plain channel, the DATA frames are the
+/// The plain channels do not show where the classified parts sat (docs/DESIGN.md §6: an observer
+/// must not learn the layout). Recorded by a proxy on the plain channel, the DATA frames are the
 /// scheduler's chunks, one after the other, however the cleartext runs fall: mapped and sent by
 /// `sendfile(2)` (the default), mapped and copied, or read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

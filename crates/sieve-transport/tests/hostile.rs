@@ -1,4 +1,4 @@
-//! Hostile peers (DESIGN.md §6 "anyone who can reach the ports"): garbage, random frames
+//! Hostile peers (docs/DESIGN.md §6 "anyone who can reach the ports"): garbage, random frames
 //! and a 4 GiB frame length on both ports; TLS handshakes that never finish; clients that connect
 //! and stay silent past the handshake timeout; 2 000 plain JOINs with wrong tokens; a plain
 //! channel presenting another session's token, and a replayed token. Meanwhile honest sessions

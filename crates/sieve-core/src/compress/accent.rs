@@ -1,5 +1,6 @@
-//! `--compress accent`: ACCENT's policy (seed 004), FSCN choosing the scheme each time quantum and
-//! TTSC blending compressed and raw frames within it, as a state machine fed with measurements.
+//! `--compress accent`: ACCENT's policy (Park and Park, 2011), FSCN choosing the scheme each time
+//! quantum and TTSC blending compressed and raw frames within it, as a state machine fed with
+//! measurements.
 //!
 //! The paper's FSCN with TTSC reached 96.48 % of the ideal scheme's rate. We keep its policy as
 //! written (see [`super::ttsc`] and [`super::fscn`] for the equations and the two places where

@@ -4,7 +4,7 @@
 //! levels `1..=22` and zstd's fast levels `-7..=-1` (`--fast=N` of the `zstd` tool). The decoder
 //! does not need the level (any zstd frame decodes the same way), but it travels anyway: the
 //! receiver measures its decompression speed per level, which is the receiver's half of ACCENT's
-//! floating scale (seed 004, FSCN phase 3), and it reports the level histogram of a session.
+//! floating scale (FSCN phase 3), and it reports the level histogram of a session.
 //!
 //! One more value names a codec that is not zstd: `0x40`, the field code ([`super::fields`]),
 //! which classified frames use for runs of values too short for zstd (`--compress-classified`).

@@ -2,8 +2,8 @@
 //!
 //! The declared length travels in the frame and is covered by the MAC (see [`super`]), so by the
 //! time a frame reaches the [`Decoder`] its bytes are the sender's. The bound is still enforced
-//! here, for three reasons: a sender can be hostile too (DESIGN §6), a compressed frame is a
-//! decompression bomb waiting to happen (a few bytes of zstd can claim gigabytes), and the
+//! here, for three reasons: a sender can be hostile too (docs/DESIGN.md §6), a compressed frame is
+//! a decompression bomb waiting to happen (a few bytes of zstd can claim gigabytes), and the
 //! receiver counts the output buffer against its memory budget *before* decompressing, from the
 //! declared length alone.
 //!

@@ -6,7 +6,7 @@
 //! zstd frame (with its content size in the header, which the [`super::Decoder`] checks), so any
 //! core can decompress any frame the moment it is authenticated.
 //!
-//! Why keep one context: switching levels is ACCENT's UMAC problem (seed 004 §3.3: freeing and
+//! Why keep one context: switching levels is ACCENT's UMAC problem (ACCENT §3.3: freeing and
 //! reallocating a compressor's memory at every switch cost 0.24-9 ms). A zstd context changes
 //! level in place and keeps its tables allocated, so an [`Encoder`] switches at no cost.
 

@@ -1,12 +1,12 @@
 //! The field code: classified values too short for zstd, coded byte by byte with one fixed model
 //! (`--compress-classified`).
 //!
-//! Why it exists: with `--compress-classified` each classified segment is compressed alone,
-//! never in one context with another byte (DESIGN §5, SECURITY.md §2). zstd alone gains nothing
+//! Why it exists: with `--compress-classified` each classified segment is compressed alone, never
+//! in one context with another byte (docs/DESIGN.md §5, SECURITY.md §2). zstd alone gains nothing
 //! on a value of a few dozen bytes (a frame header, and no history to match), and the fields that
-//! are classified in real documents are that short: names, dates, amounts, account numbers (32
-//! MiB of `sieve gen --kind text` holds 226,838 classified values of 15 bytes on average). So
-//! such values went uncompressed, and the option did nothing for the documents it is for.
+//! are classified in real documents are that short: names, dates, amounts, account numbers (32 MiB
+//! of `sieve gen --kind text` holds 226,838 classified values of 15 bytes on average). So such
+//! values went uncompressed, and the option did nothing for the documents it is for.
 //!
 //! Why it is safe to code many values in one frame: the model is fixed in advance (`FREQ` here,
 //! the same at both ends, never learnt from a document), so every byte is coded on its own, in

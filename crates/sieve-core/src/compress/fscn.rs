@@ -1,4 +1,4 @@
-//! ACCENT's FSCN (seed 004 §3.2): choose the encoding scheme whose computation index is nearest
+//! ACCENT's FSCN (ACCENT §3.2): choose the encoding scheme whose computation index is nearest
 //! the link's rate, for the sender and the receiver at once.
 //!
 //! Each end keeps a **floating scale** FS⟨⟩: one computation index CI per encoding scheme δ (here:

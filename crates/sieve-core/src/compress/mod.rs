@@ -1,4 +1,5 @@
-//! Compression of the cleartext (seed 004, ACCENT; DESIGN §5), the parts that need no transport.
+//! Compression of the cleartext (after ACCENT; docs/DESIGN.md §5), the parts that need no
+//! transport.
 //!
 //! # Why compressing only the cleartext is safe
 //!

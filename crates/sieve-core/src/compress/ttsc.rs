@@ -1,4 +1,4 @@
-//! ACCENT's TTSC (seed 004 §3.1): how much of the data to compress so that neither the CPU nor
+//! ACCENT's TTSC (ACCENT §3.1): how much of the data to compress so that neither the CPU nor
 //! the link idles.
 //!
 //! TTSC separates the encoding thread from the I/O thread and *blends* compressed and

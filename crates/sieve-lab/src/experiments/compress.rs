@@ -1,5 +1,5 @@
-//! COMPRESS, our own: compression of the cleartext (seed 004, ACCENT) across link rates, corpora
-//! and P, against secure-only and against the tools that compress everything.
+//! COMPRESS, our own: compression of the cleartext (after ACCENT, Park and Park 2011) across link
+//! rates, corpora and P, against secure-only and against the tools that compress everything.
 //!
 //! Links of 10, 54, 100 and 1000 Mbit/s (two network namespaces routed through a third, `tbf`
 //! both ways there, as the lab builds them) and loopback. Corpora: the `sieve gen` kinds (prose, CSV, JSON lines, logs, and

@@ -1,5 +1,5 @@
 //! PARALLEL, our own: what several channels give where protection is the bottleneck, against
-//! what seeds 002 and 003 found for parallel protection (Nahum et al.: connection-level
+//! what earlier work found for parallel protection (Nahum et al., NDSS 1996: connection-level
 //! parallelism near-linear up to 12 CPUs; Alaidaros et al.: MAC in parallel with encryption,
 //! 1.74× on 2 CPUs). Secure-only and the sieve with N = 1, 2, 4 channels of each kind, on the
 //! two cores this machine has for both ends, unmasked and under the no-AES masks.

@@ -20,7 +20,7 @@
 //! and the transfer itself, as the thesis defines it.
 //!
 //! The three [`Policy`] values are the thesis's two systems and the design's replacement for
-//! the fixed batch (DESIGN.md §4): send whatever is waiting whenever the server is free. That
+//! the fixed batch (docs/DESIGN.md §4): send whatever is waiting whenever the server is free. That
 //! policy needs no tuning: at low load it sends single files (it *is* no-batching), at high load
 //! batches grow by themselves up to `max_batch`, and so it keeps batching's capacity.
 //!
@@ -187,7 +187,7 @@ pub(crate) enum Policy {
     /// complete.
     Fixed(usize),
     /// Whenever the server is free, send everything waiting (up to `max_batch`) as one batch;
-    /// an idle server sends an arriving request at once (DESIGN.md §4).
+    /// an idle server sends an arriving request at once (docs/DESIGN.md §4).
     Adaptive {
         /// Largest batch sent at once.
         max_batch: usize,
@@ -427,8 +427,8 @@ pub(crate) fn open_model_response(lambda: f64, demand: f64) -> Option<f64> {
     (rho < 1.0).then(|| demand / (1.0 - rho))
 }
 
-/// The thesis's Table 5.3 (seeds/000 §5.4.4, as listed in EXPERIMENTS.md): rows of
-/// `(λ in requests/s, mean turnaround with a fixed batch of 5, without batching)` in seconds.
+/// The thesis's Table 5.3 (§5.4.4): rows of `(λ in requests/s, mean turnaround with a fixed batch
+/// of 5, without batching)` in seconds.
 ///
 /// `None` where the thesis has no entry: no-batching for λ ≥ 2, which it calls saturated. Note
 /// that some printed values are themselves transients of saturated runs of 2500 requests and
