@@ -302,6 +302,55 @@ async fn edge_case_documents() {
         .all(|n| !n.starts_with(".sieve-partial-")));
 }
 
+/// Secure by default, through the library: with `allow_clear` off (the default of
+/// `sieve send`), a document without a mark travels secure-only in every mode, alone or beside
+/// a marked one; the report says which and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_nobody_classified_travel_secure_only_unless_allowed_in_the_clear() {
+    use sieve_transport::sender::{SendMode, UNMARKED_REASON};
+    let rx = TestReceiver::start().await;
+    let src = tempfile::tempdir().unwrap();
+    let bare = b"card 4111 1111 1111 1111, iban DE89 3704 0044 0532 0130 00\n".repeat(2000);
+    let marked = b"dear <$S>Ada Lovelace<$E>, all is well\n".repeat(100);
+    let strict = |mode: SendMode| sieve_transport::sender::SendConfig {
+        mode,
+        allow_clear: false,
+        ..rx.config(Mode::Sieve, 1, 2, Split::Dynamic, BatchSplit::Dynamic)
+    };
+    for (i, mode) in [SendMode::Fixed(Mode::Sieve), SendMode::Auto].into_iter().enumerate() {
+        // Alone: the session is secure-only, and says why.
+        let f = write(src.path(), &format!("{i}-bare.csv"), &bare);
+        let r = rx.send_ok(&strict(mode), &[f]).await;
+        rx.assert_received(&format!("{i}-bare.csv"), &bare);
+        assert_eq!(r.mode, Mode::SecureOnly, "{mode}");
+        assert_eq!((r.plain_bytes, r.secure_bytes), (0, bare.len() as u64));
+        assert_eq!(r.unmarked, vec![format!("{i}-bare.csv")]);
+        let d = r.decision.expect("a decision");
+        assert_eq!((d.chosen, d.reason.as_str()), (Mode::SecureOnly, UNMARKED_REASON));
+        assert!(d.predicted_ms.is_none());
+        // Beside a marked one in sieve mode: only the marked one's cleartext goes in the clear.
+        if mode == SendMode::Fixed(Mode::Sieve) {
+            let f = write(src.path(), "mixed-bare.csv", &bare);
+            let g = write(src.path(), "mixed-marked.txt", &marked);
+            let r = rx.send_ok(&strict(mode), &[f, g]).await;
+            assert_eq!(r.mode, Mode::Sieve);
+            assert_eq!(r.unmarked, vec!["mixed-bare.csv".to_string()]);
+            let marked_clear = marked.len() as u64 - 100 * (12 + 8);
+            assert_eq!(r.plain_bytes, marked_clear, "{r:?}");
+        }
+    }
+    // Allowed in the clear: the sieve sends it as before.
+    let f = write(src.path(), "allowed.csv", &bare);
+    let cfg = sieve_transport::sender::SendConfig {
+        allow_clear: true,
+        ..strict(SendMode::Fixed(Mode::Sieve))
+    };
+    let r = rx.send_ok(&cfg, &[f]).await;
+    rx.assert_received("allowed.csv", &bare);
+    assert_eq!((r.mode, r.plain_bytes), (Mode::Sieve, bare.len() as u64));
+    assert!(r.unmarked.is_empty() && r.unclassified == vec!["allowed.csv".to_string()]);
+}
+
 /// `--strip-marks`: the receiver writes the document without its marks, escapes resolved.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strip_marks() {

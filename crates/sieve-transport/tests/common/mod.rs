@@ -210,7 +210,9 @@ impl TestReceiver {
             mmap: true,
             sendfile: Sendfile::default(),
             require_classified: false,
-            allow_clear: false,
+            // These tests exercise the sieve itself, often on unmarked cleartext, so they send
+            // what nothing classified in the clear; `e2e.rs` checks the default, secure-only.
+            allow_clear: true,
             skip_invalid: false,
             legacy: None,
             compress: sieve_core::compress::Compression::Auto,
