@@ -22,11 +22,14 @@ struct Ui {
     addr: SocketAddr,
     token: String,
     url: String,
+    /// The rest of its standard output (what a save to `-` writes).
+    stdout: BufReader<std::process::ChildStdout>,
 }
 
 impl Ui {
     fn start(file: &Path, extra: &[&str]) -> Ui {
         let mut child = sieve()
+            .current_dir(file.parent().unwrap())
             .arg("ui")
             .args(extra)
             .arg(file)
@@ -35,9 +38,8 @@ impl Ui {
             .spawn()
             .expect("start sieve ui");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut line).unwrap();
         let url = line
             .trim()
             .strip_prefix("marking page: ")
@@ -50,6 +52,7 @@ impl Ui {
             addr: hostport.parse().unwrap(),
             token: q.to_string(),
             url,
+            stdout,
         }
     }
 
@@ -288,6 +291,54 @@ fn windows_cut_at_characters_and_edits_change_the_ranges() {
     assert!(
         copy.contains("<$S>Project Aurora<$E>") && copy.contains("<$S>4111 1111 1111 1111<$E>")
     );
+}
+
+/// Where the page saves: `-` is the standard output of `sieve ui`, a named pipe and a link to a
+/// character device are written through, a link to a file and a folder are refused (400, with
+/// the reason) and left as they were.
+#[test]
+fn saves_write_through_pipes_and_refuse_links() {
+    let d = tempfile::tempdir().unwrap();
+    let mut ui = Ui::start(&letter(d.path()), &[]);
+    ui.wait_scanned();
+    let save = |ui: &Ui, path: &Path| {
+        let body = serde_json::json!({ "kind": "marked", "path": path }).to_string();
+        let (s, _, b) = ui.api("POST", "/api/save", &body);
+        (s, text(&b))
+    };
+    let reference = d.path().join("reference.marked");
+    assert_eq!(save(&ui, &reference).0, 200);
+    let want = std::fs::read(&reference).unwrap();
+    let (s, b) = save(&ui, Path::new("-"));
+    assert_eq!(s, 200, "{b}");
+    assert!(!d.path().join("-").exists(), "a file named - was written");
+    let mut out = vec![0u8; want.len()];
+    ui.stdout.read_exact(&mut out).unwrap();
+    assert_eq!(out, want, "standard output");
+    let fifo = d.path().join("pipe");
+    let reader = fifo_reader(&fifo);
+    let (s, b) = save(&ui, &fifo);
+    assert_eq!(s, 200, "{b}");
+    assert!(is_fifo(&fifo), "the pipe was replaced by a file");
+    assert_eq!(reader.join().unwrap(), want, "what the pipe carried");
+    let null = d.path().join("null");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    assert_eq!(save(&ui, &null).0, 200);
+    assert_eq!(link_target(&null), Some("/dev/null".into()));
+    let victim = d.path().join("victim.txt");
+    std::fs::write(&victim, "keep").unwrap();
+    let link = d.path().join("link");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let (s, b) = save(&ui, &link);
+    assert_eq!(s, 400, "a link to a file: {b}");
+    assert!(b.contains("symbolic link"), "{b}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert_eq!(link_target(&link), Some(victim.clone()));
+    let folder = d.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    let (s, b) = save(&ui, &folder);
+    assert_eq!(s, 400, "a folder: {b}");
+    assert!(b.contains("is a folder"), "{b}");
 }
 
 /// Send from the page to a real receiver, with progress, and get the document back intact.

@@ -537,47 +537,44 @@ async fn save(
     let kind = q.kind.clone();
     let target = out.clone();
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-        use anyhow::Context;
-        let dir = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let tmp = tempfile::NamedTempFile::new_in(dir)
-            .with_context(|| format!("cannot create a file in {}", dir.display()))?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp);
+        let out = crate::output::Output::new(&target);
+        out.check()?;
         if kind == "ranges" {
-            use std::io::Write;
-            w.write_all(ranges_file::to_json(&ranges).as_bytes())?;
-        } else {
-            // SAFETY: read-only mapping of a file nothing in this process writes; a concurrent
-            // truncation by another program would raise SIGBUS, as for any program mapping its
-            // input.
-            let len = file.metadata()?.len();
-            #[allow(unsafe_code)]
-            let map = if len > 0 {
-                Some(unsafe { memmap2::Mmap::map(&*file) }?)
-            } else {
-                None
-            };
-            let content: &[u8] = map.as_deref().unwrap_or(&[]);
-            if content.len() as u64 != ranges.doc_len() {
-                anyhow::bail!("the document changed since it was opened; open it again");
-            }
-            let cfg = MarkConfig {
-                strip: true,
-                ..MarkConfig::default()
-            };
-            sieve_mark::marked::write_marked(&cfg, content, ranges.as_slice(), &mut w)?;
+            return out.write(ranges_file::to_json(&ranges).as_bytes());
         }
-        let tmp = w.into_inner().map_err(|e| e.into_error())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&target)
-            .with_context(|| format!("cannot write {}", target.display()))?;
-        Ok(())
+        // SAFETY: read-only mapping of a file nothing in this process writes; a concurrent
+        // truncation by another program would raise SIGBUS, as for any program mapping its
+        // input.
+        let len = file.metadata()?.len();
+        #[allow(unsafe_code)]
+        let map = if len > 0 {
+            Some(unsafe { memmap2::Mmap::map(&*file) }?)
+        } else {
+            None
+        };
+        let content: &[u8] = map.as_deref().unwrap_or(&[]);
+        if content.len() as u64 != ranges.doc_len() {
+            anyhow::bail!("the document changed since it was opened; open it again");
+        }
+        let cfg = MarkConfig {
+            strip: true,
+            ..MarkConfig::default()
+        };
+        out.write_with(|mut w| {
+            sieve_mark::marked::write_marked(&cfg, content, ranges.as_slice(), &mut w)
+        })
     })
     .await
     .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-    .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
+    .map_err(|e| {
+        // A path the output rule refuses is the request's fault, not the server's.
+        let status = if e.downcast_ref::<crate::output::Refused>().is_some() {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        (status, format!("{e:#}"))
+    })?;
     Ok(Json(
         serde_json::json!({ "path": out.display().to_string() }),
     ))
