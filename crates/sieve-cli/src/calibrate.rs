@@ -90,7 +90,7 @@ fn suites() -> Vec<String> {
 /// Remove this machine's entry from the cache at `path`, keeping the others.
 fn forget(path: &std::path::Path) {
     let key = sieve_transport::calibrate::MachineKey::current();
-    let Ok(bytes) = std::fs::read(path) else {
+    let Ok(bytes) = sieve_transport::cache::read_private(path) else {
         return;
     };
     let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
@@ -104,6 +104,8 @@ fn forget(path: &std::path::Path) {
         entries.retain(|e| e.get("machine") != Some(&key));
     }
     if let Ok(out) = serde_json::to_vec_pretty(&v) {
-        let _ = std::fs::write(path, out);
+        // Like every write of the cache: a new private file renamed over the name, never
+        // written through a link planted there.
+        let _ = sieve_transport::cache::write_private(path, &out);
     }
 }

@@ -2,14 +2,14 @@
 //! further client and server certificates from that CA, so that adding a sender or a receiver
 //! never replaces the CA that running peers trust.
 //!
-//! Files are never replaced without `--force`, and every file is written to a temporary name
-//! beside it and renamed into place: a key is never readable by others (0600 from its creation,
-//! whatever was there before), and a symbolic link planted under a key's name is replaced, never
-//! followed.
+//! Files are never replaced without `--force`, and every file is written to a new temporary
+//! file beside it and renamed into place ([`crate::output`]): a key is never readable by others
+//! (0600 from its creation, whatever was there before). `--force` replaces regular files only: a
+//! symbolic link to a file or a folder under a certificate's name is refused before anything is
+//! written (never followed, never replaced), and a character device or a pipe is written
+//! through.
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -17,6 +17,8 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
     KeyUsagePurpose,
 };
+
+use crate::output::Output;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -194,10 +196,13 @@ fn check_base_name(name: &str) -> Result<()> {
 const KEEP_THE_CA: &str = "to add a sender or a receiver, use `sieve certs client NAME` or \
                            `sieve certs server --name HOST`, which keep the CA";
 
-/// Refuse, before anything is generated, if any of `files` exists in `dir` (unless `force`);
-/// `hint` says what else to do.
+/// Refuse, before anything is generated, if any of `files` exists in `dir` (unless `force`),
+/// or (with `force`) is something [`write_file`] would refuse; `hint` says what else to do.
 fn refuse_existing(dir: &Path, files: &[&str], force: bool, hint: &str) -> Result<()> {
     if force {
+        for f in files {
+            Output::new(&dir.join(f)).check()?;
+        }
         return Ok(());
     }
     let there: Vec<&str> = files
@@ -219,49 +224,14 @@ fn refuse_existing(dir: &Path, files: &[&str], force: bool, hint: &str) -> Resul
     Ok(())
 }
 
-/// Write `contents` to `path` with `mode`: into a new temporary file beside it (created with
-/// that mode, never through a link), flushed, then renamed over `path`, which replaces a link of
-/// that name rather than writing where it points. Without `force`, an existing `path` is an
-/// error (and is never replaced, however it appeared).
+/// Write `contents` to `path` with exactly `mode`, by the rule of [`crate::output`]: a new
+/// file renamed over `path`, or written through a device or a pipe. Without `force`, an
+/// existing `path` is an error (and is never replaced, however it appeared).
 fn write_file(path: &Path, contents: &str, mode: u32, force: bool) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .with_context(|| format!("{} has no file name", path.display()))?;
-    let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .custom_flags(libc_o_nofollow())
-        .open(&temp)
-        .with_context(|| format!("cannot write {}", temp.display()))?;
-    let written = (|| -> Result<()> {
-        // The mode asked for exactly, whatever the umask.
-        rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(mode))?;
-        f.write_all(contents.as_bytes())?;
-        f.sync_all()?;
-        let at = rustix::fs::CWD;
-        if force {
-            rustix::fs::renameat(at, &temp, at, path)?;
-        } else {
-            rustix::fs::renameat_with(at, &temp, at, path, rustix::fs::RenameFlags::NOREPLACE)?;
-        }
-        Ok(())
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(e.context(format!("cannot write {}", path.display())));
-    }
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
-fn libc_o_nofollow() -> i32 {
-    rustix::fs::OFlags::NOFOLLOW.bits() as i32
+    Output::new(path)
+        .mode(Some(mode))
+        .replace(force)
+        .write(contents.as_bytes())
 }
 
 const CA_CN: &str = "security sieve development CA";
@@ -378,20 +348,21 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_private_and_links_are_replaced_not_followed() {
+    fn keys_are_private_and_links_are_neither_followed_nor_replaced() {
         let d = tempfile::tempdir().unwrap();
         let victim = d.path().join("victim");
         fs::write(&victim, "keep").unwrap();
         fs::set_permissions(&victim, fs::Permissions::from_mode(0o644)).unwrap();
         let key = d.path().join("k.key");
         std::os::unix::fs::symlink(&victim, &key).unwrap();
-        // Without --force an existing name (even a link) is refused.
+        // An existing name (even a link) is refused without --force; a link to a file is
+        // refused with it too, and stays a link.
         assert!(write_file(&key, "secret", 0o600, false).is_err());
-        write_file(&key, "secret", 0o600, true).unwrap();
+        let e = write_file(&key, "secret", 0o600, true).unwrap_err();
+        assert!(format!("{e:#}").contains("symbolic link"), "{e:#}");
         assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
         assert_eq!(mode(&victim), 0o644);
-        assert!(!fs::symlink_metadata(&key).unwrap().file_type().is_symlink());
-        assert_eq!(mode(&key), 0o600);
+        assert_eq!(fs::read_link(&key).unwrap(), victim);
         // A key that existed with wider permissions is replaced by a private one.
         let wide = d.path().join("w.key");
         fs::write(&wide, "old").unwrap();
@@ -404,7 +375,7 @@ mod tests {
         let names: Vec<_> = fs::read_dir(d.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| n.contains(".tmp-"))
+            .filter(|n| n.ends_with(".tmp"))
             .collect();
         assert!(names.is_empty(), "temporary files left: {names:?}");
     }

@@ -1,15 +1,15 @@
 //! `sieve gen`: test documents with classified parts marked: the thesis's x-P files (§5.1.2), or
 //! realistic prose, CSV, JSON lines and logs with the same proportion P classified.
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use sieve_core::corpus::{self, DocKind};
-use sieve_core::gen::{parse_size, WRITE_CHUNK};
+use sieve_core::gen::parse_size;
 use sieve_core::ranges::ClassifiedRanges;
 use sieve_core::ranges_file;
+
+use crate::output::Output;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -28,7 +28,8 @@ pub struct Args {
     /// Seed of the generated content: the same seed gives the same bytes.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Output file.
+    /// Output file; `-` is standard output. A device or a pipe is written through, a link to a
+    /// file is refused; a file of that name is replaced whole once the document is written.
     #[arg(short = 'o', long)]
     pub output: PathBuf,
     /// Write no marks; write the classified ranges to this JSON file instead (for `send --ranges`).
@@ -43,26 +44,31 @@ pub fn run(args: &Args) -> Result<()> {
             args.proportion
         );
     }
-    let f = File::create(&args.output)
-        .with_context(|| format!("cannot create {}", args.output.display()))?;
-    let mut w = BufWriter::with_capacity(WRITE_CHUNK, f);
+    // Both outputs are checked before the document is made.
+    let out = Output::new(&args.output).mode(None).sync(false);
+    let ranges_out = args
+        .ranges_out
+        .as_ref()
+        .map(|rf| Output::new(rf).mode(None).sync(false));
+    out.check()?;
+    if let Some(r) = &ranges_out {
+        r.check()?;
+    }
     let mut ranges = Vec::new();
-    let st = corpus::write(
-        args.kind,
-        args.size,
-        args.proportion,
-        args.seed,
-        args.ranges_out.is_none(),
-        &mut w,
-        |r| ranges.push(r),
-    )
-    .with_context(|| format!("cannot write {}", args.output.display()))?;
-    std::io::Write::flush(&mut w)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
-    if let Some(rf) = &args.ranges_out {
+    let st = out.write_with(|mut w| {
+        corpus::write(
+            args.kind,
+            args.size,
+            args.proportion,
+            args.seed,
+            args.ranges_out.is_none(),
+            &mut w,
+            |r| ranges.push(r),
+        )
+    })?;
+    if let Some(r) = &ranges_out {
         let cr = ClassifiedRanges::new(ranges, st.content_len)?;
-        std::fs::write(rf, ranges_file::to_json(&cr))
-            .with_context(|| format!("cannot write {}", rf.display()))?;
+        r.write(ranges_file::to_json(&cr).as_bytes())?;
     }
     eprintln!(
         "wrote {} ({}): {} content bytes, {} classified ({:.3}), {} components, {} bytes with marks",

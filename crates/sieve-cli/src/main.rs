@@ -9,6 +9,7 @@ mod demo;
 mod gen;
 mod lab;
 mod mark;
+mod output;
 mod send;
 mod serve;
 mod spool;

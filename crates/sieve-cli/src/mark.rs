@@ -1,7 +1,7 @@
 //! `sieve mark`: run a marking policy over a document.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -11,18 +11,22 @@ use sieve_core::ranges::ClassifiedRanges;
 use sieve_core::ranges_file;
 use sieve_mark::{marked, preview, Marking, Policy, ScanOptions};
 
+use crate::output::Output;
+
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The marking policy: a TOML file, or `default` (built in).
     #[arg(long, default_value = "default", value_name = "FILE|default")]
     pub policy: String,
     /// Write the classified ranges to this JSON file ({"ranges": [[start, end], ...]}, byte
-    /// offsets, end exclusive, sorted, merged): what `sieve send --ranges` reads.
+    /// offsets, end exclusive, sorted, merged): what `sieve send --ranges` reads. `-` is
+    /// standard output; a device or a pipe is written through, a link to a file is refused.
     #[arg(short = 'o', long, value_name = "RANGES.json")]
     pub output: Option<PathBuf>,
     /// Write a marked copy of the document here: each classified range between the start and
     /// end marks, and every mark string already in the document escaped, so that the copy
-    /// parses back to the same content and ranges (`sieve send` reads it as it is).
+    /// parses back to the same content and ranges (`sieve send` reads it as it is). `-` is
+    /// standard output; a device or a pipe is written through, a link to a file is refused.
     #[arg(long, value_name = "OUT")]
     pub marked: Option<PathBuf>,
     /// Print each classified range: its offsets, the detectors that found it and a masked
@@ -67,6 +71,10 @@ pub fn run(args: &Args) -> Result<bool> {
     if args.output.is_none() && args.marked.is_none() && !args.explain && !args.json {
         bail!("say what to produce: -o RANGES.json, --marked OUT, --explain or --json");
     }
+    // Outputs that would be refused are refused before the scan, not after it.
+    for out in args.output.iter().chain(&args.marked) {
+        Output::new(out).check()?;
+    }
     let policy = Policy::load(&args.policy)
         .with_context(|| format!("the marking policy {} cannot be used", args.policy))?;
     let opts = ScanOptions {
@@ -84,7 +92,7 @@ pub fn run(args: &Args) -> Result<bool> {
     let ranges = ClassifiedRanges::new(marking.ranges(), marking.len)
         .context("internal error: the policy's ranges are not sorted and disjoint")?;
     if let Some(out) = &args.output {
-        write_atomically(out, ranges_file::to_json(&ranges).as_bytes())?;
+        Output::new(out).write(ranges_file::to_json(&ranges).as_bytes())?;
     }
     if let Some(out) = &args.marked {
         let cfg = MarkConfig {
@@ -103,23 +111,8 @@ pub fn run(args: &Args) -> Result<bool> {
     Ok(true)
 }
 
-/// Write `bytes` to `path` through a temporary file renamed into place, so that a failure
-/// leaves no half-written file under the name.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
-}
-
+/// Write the marked copy of `file` (open as `f`, scanned into `m`) to `out`, by the rule of
+/// [`crate::output`].
 fn write_marked_copy(
     f: &File,
     file: &Path,
@@ -147,25 +140,7 @@ fn write_marked_copy(
         None
     };
     let content: &[u8] = map.as_deref().unwrap_or(&[]);
-    let dir = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot create a file in {}", dir.display()))?;
-    let mut w = BufWriter::with_capacity(1 << 20, tmp);
-    marked::write_marked(cfg, content, &m.ranges(), &mut w)
-        .with_context(|| format!("cannot write {}", out.display()))?;
-    let tmp = w
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .with_context(|| format!("cannot write {}", out.display()))?;
-    tmp.as_file()
-        .sync_all()
-        .with_context(|| format!("cannot write {}", out.display()))?;
-    tmp.persist(out)
-        .with_context(|| format!("cannot write {}", out.display()))?;
-    Ok(())
+    Output::new(out).write_with(|mut w| marked::write_marked(cfg, content, &m.ranges(), &mut w))
 }
 
 fn explain(f: &File, m: &Marking) -> Result<()> {

@@ -100,7 +100,8 @@ pub struct Args {
     pub max_buffer_memory: u64,
     /// Once both listeners are bound, write their addresses to this file as JSON
     /// (`{"tls": "ADDR", "plain": "ADDR", "pid": N}`), atomically: a program that started the
-    /// receiver with port 0 waits for the file instead of reading the log.
+    /// receiver with port 0 waits for the file instead of reading the log. `-` is standard
+    /// output, and a named pipe is written through.
     #[arg(long, value_name = "PATH")]
     pub ready_file: Option<PathBuf>,
     /// The cleartext MAC to use: auto (the fastest on this machine among what each sender
@@ -220,24 +221,20 @@ fn default_plain_listen(listen: SocketAddr) -> SocketAddr {
     SocketAddr::new(listen.ip(), port)
 }
 
-/// Write `{"tls", "plain", "pid"}` to `path` through a temporary file in the same folder and a
-/// rename, so a reader sees either no file or the whole of it.
+/// Write `{"tls", "plain", "pid"}` to `path` by the rule of [`crate::output`]: a file is
+/// written whole to a temporary file in the same folder and renamed, so a reader sees either no
+/// file or the whole of it; a pipe a supervisor reads is written through; `-` is standard
+/// output.
 fn write_ready_file(path: &Path, tls: SocketAddr, plain: SocketAddr) -> Result<()> {
     let ready = serde_json::json!({
         "tls": tls.to_string(),
         "plain": plain.to_string(),
         "pid": std::process::id(),
     });
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write the ready file in {}", dir.display()))?;
-    serde_json::to_writer(&mut tmp, &ready)?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write the ready file {}", path.display()))?;
-    Ok(())
+    crate::output::Output::new(path)
+        .sync(false)
+        .write(&serde_json::to_vec(&ready)?)
+        .context("cannot write the ready file")
 }
 
 /// The receiver holds a descriptor per connection and per document in progress, the sender one

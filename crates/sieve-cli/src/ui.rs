@@ -1,7 +1,8 @@
 //! `sieve ui`: the marking page, a local web page to review, edit, save and send the
 //! classified ranges of a document (the GUI the ICPE paper calls for).
 //!
-//! It serves on 127.0.0.1 with a random token in its URL (see [`server`] for how access is
+//! It serves on 127.0.0.1 and prints an address with a random token, which the first visit
+//! exchanges for a session cookie and leaves the address bar (see [`server`] for how access is
 //! checked); every asset is embedded in the binary, so the page loads nothing from elsewhere.
 
 mod server;
@@ -13,7 +14,6 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use rand::RngCore;
 use sieve_mark::Policy;
 use sieve_transport::sender::SendConfig;
 
@@ -90,9 +90,7 @@ pub async fn run(args: &Args) -> Result<bool> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
-    let mut t = [0u8; 16];
-    rand::rngs::OsRng.fill_bytes(&mut t);
-    let token: String = t.iter().map(|b| format!("{b:02x}")).collect();
+    let token = server::random_hex();
     let app = server::App::new(token.clone(), addr.port(), policy, receiver)
         .context("cannot create a folder for dropped documents")?;
     if let Some(f) = &args.file {

@@ -100,3 +100,25 @@ fn sieve_transport_cache_file(base: &std::path::Path) -> std::path::PathBuf {
     };
     base.join("sieve").join(name)
 }
+
+/// `sieve calibrate --fresh` with a link planted under the cache's name (a shared
+/// `XDG_CACHE_HOME`): the file the link points to keeps its content, the cache folder ends 0700
+/// and the cache file 0600.
+#[test]
+fn a_link_in_the_cache_is_never_written_through() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let cache = tempfile::tempdir().unwrap();
+    let victim = cache.path().join("victim.json");
+    let before = r#"{"entries":[]}"#;
+    std::fs::write(&victim, before).unwrap();
+    let file = sieve_transport_cache_file(cache.path());
+    let dir = file.parent().unwrap();
+    std::fs::create_dir(dir).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(&victim, &file).unwrap();
+    calibrate(cache.path(), None);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), before);
+    assert!(!std::fs::symlink_metadata(&file).unwrap().is_symlink());
+    assert_eq!((mode(dir), mode(&file)), (0o700, 0o600));
+}

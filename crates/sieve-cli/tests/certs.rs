@@ -48,14 +48,50 @@ fn a_second_run_replaces_nothing_without_force() {
     );
     assert!(!d.join("client.pem").exists(), "a partial set was written");
 
-    // --force replaces; a key planted as a link is replaced, not followed.
+    // Even with --force, a key planted as a link to a file is refused before anything is
+    // written: the file it points to and the CA stay as they were, the link too.
     let victim = root.path().join("victim");
     std::fs::write(&victim, "keep").unwrap();
     std::fs::remove_file(d.join("server.key")).unwrap();
     std::os::unix::fs::symlink(&victim, d.join("server.key")).unwrap();
+    let o = certs_cmd(&d, &["--client", "--force"]);
+    assert!(!o.status.success(), "a link was replaced");
+    let msg = text(&o.stderr);
+    assert!(
+        msg.contains("symbolic link") && msg.contains("server.key"),
+        "{msg}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert_eq!(link_target(&d.join("server.key")), Some(victim.clone()));
+    assert_eq!(
+        std::fs::read(d.join("ca.pem")).unwrap(),
+        ca,
+        "the CA was replaced"
+    );
+    assert!(!d.join("client.pem").exists(), "a partial set was written");
+    // A folder under a certificate's name likewise.
+    std::fs::remove_file(d.join("server.key")).unwrap();
+    std::fs::create_dir(d.join("server.key")).unwrap();
+    let o = certs_cmd(&d, &["--force"]);
+    assert!(!o.status.success(), "a folder was replaced");
+    assert!(
+        text(&o.stderr).contains("is a folder"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::read(d.join("ca.pem")).unwrap(),
+        ca,
+        "the CA was replaced"
+    );
+    std::fs::remove_dir(d.join("server.key")).unwrap();
+    // --force replaces regular files (a key that was readable by others ends private) and
+    // writes through a link to a character device, which stays.
+    std::os::unix::fs::symlink("/dev/null", d.join("client.pem")).unwrap();
     std::fs::set_permissions(d.join("ca.key"), std::fs::Permissions::from_mode(0o644)).unwrap();
     let o = certs_cmd(&d, &["--client", "--force"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(link_target(&d.join("client.pem")), Some("/dev/null".into()));
     let msg = text(&o.stderr);
     assert!(
         msg.contains("--client-ca") && msg.contains("client.pem"),

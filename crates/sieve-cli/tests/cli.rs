@@ -133,6 +133,49 @@ fn gen_kinds_are_sent_intact_and_repeatable() {
     );
 }
 
+/// Where `sieve gen` writes: `-` is standard output, a named pipe is written through, a link
+/// to a file and a folder are refused with the reason and left as they were (the file the link
+/// points to keeps its content).
+#[test]
+fn gen_writes_standard_output_and_pipes_and_refuses_links() {
+    let d = tempfile::tempdir().unwrap();
+    let args = ["gen", "--kind", "csv", "--size", "20KB", "-p", "0.2", "-o"];
+    let reference = d.path().join("reference.csv");
+    let o = run(sieve().args(args).arg(&reference));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let want = std::fs::read(&reference).unwrap();
+    let o = run(sieve().current_dir(d.path()).args(args).arg("-"));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(!d.path().join("-").exists(), "a file named - was written");
+    assert_eq!(o.stdout, want, "standard output");
+    let fifo = d.path().join("pipe");
+    let reader = fifo_reader(&fifo);
+    let o = run(sieve().args(args).arg(&fifo));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(is_fifo(&fifo), "the pipe was replaced by a file");
+    assert_eq!(reader.join().unwrap(), want, "what the pipe carried");
+    let victim = d.path().join("victim.txt");
+    std::fs::write(&victim, "keep").unwrap();
+    let link = d.path().join("link");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let o = run(sieve().args(args).arg(&link));
+    assert!(!o.status.success(), "a link to a file was accepted");
+    assert!(
+        text(&o.stderr).contains("symbolic link"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert_eq!(link_target(&link), Some(victim.clone()));
+    let o = run(sieve().args(args).arg(d.path()));
+    assert!(!o.status.success(), "a folder was accepted");
+    assert!(
+        text(&o.stderr).contains("is a folder"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
 /// `sieve send --json`: exit 0, one JSON object with the contract's fields, files identical;
 /// `--strip-marks` and `--ranges` through the command line.
 #[test]

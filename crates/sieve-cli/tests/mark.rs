@@ -100,6 +100,145 @@ fn mark_writes_ranges_a_marked_copy_and_an_explanation() {
     assert_eq!(v["detections"]["columns"], 600);
 }
 
+/// The marked copy and ranges file of `doc` written to regular files: what every other output
+/// must hold.
+fn reference_outputs(doc: &Path, dir: &Path) -> (Vec<u8>, Vec<u8>) {
+    let (marked, ranges) = (dir.join("reference.marked"), dir.join("reference.json"));
+    let o = run(sieve()
+        .args(["mark", "--marked"])
+        .arg(&marked)
+        .arg("-o")
+        .arg(&ranges)
+        .arg(doc));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    (
+        std::fs::read(&marked).unwrap(),
+        std::fs::read(&ranges).unwrap(),
+    )
+}
+
+/// `-` is standard output for --marked and -o: nothing is written under the name `-`.
+#[test]
+fn a_dash_is_standard_output() {
+    let d = tempfile::tempdir().unwrap();
+    let (csv, _) = documents(d.path());
+    let (marked, ranges) = reference_outputs(&csv, d.path());
+    for (opt, want) in [("--marked", &marked), ("-o", &ranges)] {
+        let o = run(sieve()
+            .current_dir(d.path())
+            .args(["mark", opt, "-"])
+            .arg(&csv));
+        assert!(o.status.success(), "{opt} -: {}", text(&o.stderr));
+        assert!(
+            !d.path().join("-").exists(),
+            "{opt} -: a file named - was written"
+        );
+        assert_eq!(&o.stdout, want, "{opt} -: standard output");
+    }
+}
+
+/// `/dev/stdout` is standard output, whatever it is (here a pipe): the machine's /dev/stdout
+/// link is never replaced. (Not run on a build that replaces output links: as root it would
+/// replace this machine's /dev/stdout.)
+#[test]
+fn dev_stdout_is_standard_output_and_stays_a_link() {
+    let d = tempfile::tempdir().unwrap();
+    let (csv, _) = documents(d.path());
+    let (marked, _) = reference_outputs(&csv, d.path());
+    let before = link_target(Path::new("/dev/stdout"));
+    let o = run(sieve().args(["mark", "--marked", "/dev/stdout"]).arg(&csv));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(o.stdout, marked);
+    assert_eq!(link_target(Path::new("/dev/stdout")), before);
+}
+
+/// A link to a character device and a named pipe are written through, never replaced.
+#[test]
+fn devices_and_pipes_are_written_through() {
+    use std::os::unix::fs::FileTypeExt;
+    let d = tempfile::tempdir().unwrap();
+    let (csv, _) = documents(d.path());
+    let (marked, ranges) = reference_outputs(&csv, d.path());
+    let null = d.path().join("null");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    let o = run(sieve()
+        .args(["mark", "--marked"])
+        .arg(&null)
+        .arg("-o")
+        .arg(&null)
+        .arg(&csv));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(link_target(&null).as_deref(), Some(Path::new("/dev/null")));
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    for (opt, want) in [("--marked", &marked), ("-o", &ranges)] {
+        let fifo = d.path().join(format!("pipe{opt}"));
+        let reader = fifo_reader(&fifo);
+        let o = run(sieve().args(["mark", opt]).arg(&fifo).arg(&csv));
+        assert!(o.status.success(), "{opt}: {}", text(&o.stderr));
+        assert!(is_fifo(&fifo), "{opt}: the pipe was replaced by a file");
+        assert_eq!(
+            &reader.join().unwrap(),
+            want,
+            "{opt}: what the pipe carried"
+        );
+    }
+}
+
+/// A link to a regular file and a folder are refused, with the reason, and left as they were;
+/// an existing regular file is replaced whole (a new file renamed over it).
+#[test]
+fn links_to_files_and_folders_are_refused_and_files_replaced() {
+    use std::os::unix::fs::MetadataExt;
+    let d = tempfile::tempdir().unwrap();
+    let (csv, _) = documents(d.path());
+    let (marked, ranges) = reference_outputs(&csv, d.path());
+    let victim = d.path().join("victim.txt");
+    std::fs::write(&victim, "keep").unwrap();
+    let link = d.path().join("link");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let folder = d.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    for opt in ["--marked", "-o"] {
+        let o = run(sieve().args(["mark", opt]).arg(&link).arg(&csv));
+        assert!(!o.status.success(), "{opt} LINK was accepted");
+        let msg = text(&o.stderr);
+        assert!(
+            msg.contains("symbolic link") && msg.contains("victim.txt"),
+            "{opt}: {msg}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep", "{opt}");
+        assert_eq!(
+            link_target(&link).as_deref(),
+            Some(victim.as_path()),
+            "{opt}"
+        );
+        let o = run(sieve().args(["mark", opt]).arg(&folder).arg(&csv));
+        assert!(!o.status.success(), "{opt} FOLDER was accepted");
+        let msg = text(&o.stderr);
+        assert!(msg.contains("is a folder"), "{opt}: {msg}");
+        assert!(folder.is_dir() && names_in(&folder).is_empty(), "{opt}");
+    }
+    let existing = d.path().join("existing");
+    std::fs::write(&existing, "old").unwrap();
+    let other = d.path().join("hard-link");
+    std::fs::hard_link(&existing, &other).unwrap();
+    let inode = std::fs::metadata(&existing).unwrap().ino();
+    for (opt, want) in [("--marked", &marked), ("-o", &ranges)] {
+        let o = run(sieve().args(["mark", opt]).arg(&existing).arg(&csv));
+        assert!(o.status.success(), "{opt}: {}", text(&o.stderr));
+        assert_eq!(&std::fs::read(&existing).unwrap(), want, "{opt}");
+        assert_ne!(
+            std::fs::metadata(&existing).unwrap().ino(),
+            inode,
+            "{opt}: renamed over"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "old");
+}
+
 #[test]
 fn bad_policies_and_arguments_are_refused_with_a_reason() {
     let d = tempfile::tempdir().unwrap();

@@ -22,11 +22,14 @@ struct Ui {
     addr: SocketAddr,
     token: String,
     url: String,
+    /// The rest of its standard output (what a save to `-` writes).
+    stdout: BufReader<std::process::ChildStdout>,
 }
 
 impl Ui {
     fn start(file: &Path, extra: &[&str]) -> Ui {
         let mut child = sieve()
+            .current_dir(file.parent().unwrap())
             .arg("ui")
             .args(extra)
             .arg(file)
@@ -35,9 +38,8 @@ impl Ui {
             .spawn()
             .expect("start sieve ui");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut line).unwrap();
         let url = line
             .trim()
             .strip_prefix("marking page: ")
@@ -50,7 +52,42 @@ impl Ui {
             addr: hostport.parse().unwrap(),
             token: q.to_string(),
             url,
+            stdout,
         }
+    }
+
+    /// `GET /?token=...` (the address printed): the cookie it sets, `name=value`.
+    fn cookie(&self) -> String {
+        let host = self.addr.to_string();
+        let (s, hs, _) = http(
+            self.addr,
+            "GET",
+            &format!("/?token={}", self.token),
+            &[("Host", &host)],
+            "",
+        );
+        assert_eq!(s, 303);
+        let c = header(&hs, "set-cookie");
+        c.split(';').next().unwrap().to_string()
+    }
+
+    /// The page, as a browser holding `cookie` gets it, and the CSRF value in it.
+    fn page(&self, cookie: &str) -> (u16, Vec<(String, String)>, String, String) {
+        let host = self.addr.to_string();
+        let (s, hs, b) = http(
+            self.addr,
+            "GET",
+            "/",
+            &[("Host", &host), ("Cookie", cookie)],
+            "",
+        );
+        let body = text(&b);
+        let csrf = body
+            .split_once(r#"<meta name="sieve-csrf" content=""#)
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map(|(v, _)| v.to_string())
+            .unwrap_or_default();
+        (s, hs, body, csrf)
     }
 
     /// An API call with the token and the right Host.
@@ -174,7 +211,8 @@ fn access_needs_the_token_in_a_header_and_the_right_host() {
     let d = tempfile::tempdir().unwrap();
     let ui = Ui::start(&letter(d.path()), &[]);
     let host = ui.addr.to_string();
-    // The page: only with the token in its address.
+    // The page: only with the token in its address (exchanged for a cookie, see
+    // `the_token_is_exchanged_for_a_cookie_and_leaves_the_address`), or that cookie.
     let (s, hs, _) = http(
         ui.addr,
         "GET",
@@ -182,6 +220,9 @@ fn access_needs_the_token_in_a_header_and_the_right_host() {
         &[("Host", &host)],
         "",
     );
+    assert_eq!(s, 303);
+    assert!(header(&hs, "content-security-policy").contains("default-src 'self'"));
+    let (s, hs, _, _) = ui.page(&ui.cookie());
     assert_eq!(s, 200);
     assert!(header(&hs, "content-security-policy").contains("default-src 'self'"));
     assert_eq!(http(ui.addr, "GET", "/", &[("Host", &host)], "").0, 403);
@@ -189,7 +230,8 @@ fn access_needs_the_token_in_a_header_and_the_right_host() {
         http(ui.addr, "GET", "/?token=00", &[("Host", &host)], "").0,
         403
     );
-    // The API: only with the token in X-Sieve-Token, whatever the URL or a cookie says.
+    // The API: only with the token in X-Sieve-Token (or the page's cookie with its CSRF
+    // header), whatever the URL or another cookie says.
     let q = format!("/api/doc?token={}", ui.token);
     assert_eq!(http(ui.addr, "GET", &q, &[("Host", &host)], "").0, 403);
     let cookie = format!("token={}", ui.token);
@@ -222,6 +264,153 @@ fn access_needs_the_token_in_a_header_and_the_right_host() {
     let o = run(sieve().args(["ui", "--listen", "0.0.0.0:0"]));
     assert!(!o.status.success());
     assert!(text(&o.stderr).contains("loopback"), "{}", text(&o.stderr));
+}
+
+/// The token in the printed address is exchanged for a cookie (HttpOnly, SameSite=Strict,
+/// named after this server's port) and a redirect to an address without it, so that it stays
+/// in neither the address bar nor the page's history entry. The API takes the cookie only with
+/// the CSRF value the page carries and from no other origin; a wrong token sets no cookie.
+#[test]
+fn the_token_is_exchanged_for_a_cookie_and_leaves_the_address() {
+    let d = tempfile::tempdir().unwrap();
+    let ui = Ui::start(&letter(d.path()), &[]);
+    ui.wait_scanned();
+    let host = ui.addr.to_string();
+    let (s, hs, _) = http(
+        ui.addr,
+        "GET",
+        &format!("/?token={}", ui.token),
+        &[("Host", &host)],
+        "",
+    );
+    assert_eq!(s, 303, "the address with the token answers a redirect");
+    assert_eq!(header(&hs, "location"), "/");
+    let set = header(&hs, "set-cookie");
+    let name = format!("sieve-ui-{}=", ui.addr.port());
+    assert!(set.starts_with(&name), "{set}");
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set.split("; ").any(|a| a == attr), "{attr} missing: {set}");
+    }
+    assert!(
+        !set.contains(&ui.token),
+        "the cookie is not the token: {set}"
+    );
+    let cookie = set.split(';').next().unwrap().to_string();
+    // The page with the cookie; it carries a CSRF value, never the token.
+    let (s, _, page, csrf) = ui.page(&cookie);
+    assert_eq!(s, 200);
+    assert!(!page.contains(&ui.token));
+    assert_eq!(csrf.len(), 32, "{page}");
+    let with = |extra: &[(&str, &str)], method: &str, path: &str, body: &str| {
+        let mut h = vec![("Host", host.as_str())];
+        h.extend_from_slice(extra);
+        http(ui.addr, method, path, &h, body).0
+    };
+    let range = r#"{"start":0,"end":4}"#;
+    // The API takes the cookie with the CSRF header, from the page's own origin.
+    assert_eq!(
+        with(
+            &[("Cookie", &cookie), ("X-Sieve-Csrf", &csrf)],
+            "GET",
+            "/api/doc",
+            ""
+        ),
+        200
+    );
+    let origin = format!("http://{host}");
+    assert_eq!(
+        with(
+            &[
+                ("Cookie", &cookie),
+                ("X-Sieve-Csrf", &csrf),
+                ("Origin", &origin),
+                ("Sec-Fetch-Site", "same-origin")
+            ],
+            "POST",
+            "/api/unmark",
+            range
+        ),
+        200
+    );
+    // Refused: the cookie alone (what another site's form could make a browser send), a
+    // wrong CSRF value, another origin, another site on this host, a wrong cookie, nothing.
+    assert_eq!(
+        with(&[("Cookie", &cookie)], "POST", "/api/unmark", range),
+        403
+    );
+    assert_eq!(
+        with(
+            &[("Cookie", &cookie), ("X-Sieve-Csrf", "00")],
+            "GET",
+            "/api/doc",
+            ""
+        ),
+        403
+    );
+    for (k, v) in [
+        ("Origin", "http://evil.example"),
+        ("Origin", "null"),
+        ("Sec-Fetch-Site", "same-site"),
+    ] {
+        assert_eq!(
+            with(
+                &[("Cookie", &cookie), ("X-Sieve-Csrf", &csrf), (k, v)],
+                "POST",
+                "/api/unmark",
+                range
+            ),
+            403,
+            "{k}: {v}"
+        );
+    }
+    let wrong = format!("{name}{}", "0".repeat(32));
+    assert_eq!(
+        with(
+            &[("Cookie", &wrong), ("X-Sieve-Csrf", &csrf)],
+            "GET",
+            "/api/doc",
+            ""
+        ),
+        403
+    );
+    assert_eq!(with(&[], "GET", "/api/doc", ""), 403);
+    assert_eq!(ui.page(&wrong).0, 403);
+    // A wrong token, or the right one under another host name, is refused and sets no cookie.
+    let bad = "f".repeat(ui.token.len());
+    for (h, t) in [
+        (host.as_str(), bad.as_str()),
+        ("evil.example:80", ui.token.as_str()),
+    ] {
+        let (s, hs, _) = http(ui.addr, "GET", &format!("/?token={t}"), &[("Host", h)], "");
+        assert_eq!(s, 403, "{h} {t}");
+        assert_eq!(header(&hs, "set-cookie"), "", "{h} {t}");
+    }
+    // A second marking page on this host names its cookie apart, and takes neither the first
+    // one's cookie nor its CSRF value.
+    let other = Ui::start(&letter(d.path()), &[]);
+    let second = other.cookie();
+    assert_ne!(
+        second.split('=').next(),
+        cookie.split('=').next(),
+        "two pages share a cookie name"
+    );
+    let ohost = other.addr.to_string();
+    let renamed = cookie.replacen(&name, &format!("sieve-ui-{}=", other.addr.port()), 1);
+    assert_eq!(
+        http(
+            other.addr,
+            "GET",
+            "/api/doc",
+            &[
+                ("Host", &ohost),
+                ("Cookie", &renamed),
+                ("X-Sieve-Csrf", &csrf)
+            ],
+            ""
+        )
+        .0,
+        403
+    );
 }
 
 #[test]
@@ -288,6 +477,54 @@ fn windows_cut_at_characters_and_edits_change_the_ranges() {
     assert!(
         copy.contains("<$S>Project Aurora<$E>") && copy.contains("<$S>4111 1111 1111 1111<$E>")
     );
+}
+
+/// Where the page saves: `-` is the standard output of `sieve ui`, a named pipe and a link to a
+/// character device are written through, a link to a file and a folder are refused (400, with
+/// the reason) and left as they were.
+#[test]
+fn saves_write_through_pipes_and_refuse_links() {
+    let d = tempfile::tempdir().unwrap();
+    let mut ui = Ui::start(&letter(d.path()), &[]);
+    ui.wait_scanned();
+    let save = |ui: &Ui, path: &Path| {
+        let body = serde_json::json!({ "kind": "marked", "path": path }).to_string();
+        let (s, _, b) = ui.api("POST", "/api/save", &body);
+        (s, text(&b))
+    };
+    let reference = d.path().join("reference.marked");
+    assert_eq!(save(&ui, &reference).0, 200);
+    let want = std::fs::read(&reference).unwrap();
+    let (s, b) = save(&ui, Path::new("-"));
+    assert_eq!(s, 200, "{b}");
+    assert!(!d.path().join("-").exists(), "a file named - was written");
+    let mut out = vec![0u8; want.len()];
+    ui.stdout.read_exact(&mut out).unwrap();
+    assert_eq!(out, want, "standard output");
+    let fifo = d.path().join("pipe");
+    let reader = fifo_reader(&fifo);
+    let (s, b) = save(&ui, &fifo);
+    assert_eq!(s, 200, "{b}");
+    assert!(is_fifo(&fifo), "the pipe was replaced by a file");
+    assert_eq!(reader.join().unwrap(), want, "what the pipe carried");
+    let null = d.path().join("null");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    assert_eq!(save(&ui, &null).0, 200);
+    assert_eq!(link_target(&null), Some("/dev/null".into()));
+    let victim = d.path().join("victim.txt");
+    std::fs::write(&victim, "keep").unwrap();
+    let link = d.path().join("link");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let (s, b) = save(&ui, &link);
+    assert_eq!(s, 400, "a link to a file: {b}");
+    assert!(b.contains("symbolic link"), "{b}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert_eq!(link_target(&link), Some(victim.clone()));
+    let folder = d.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    let (s, b) = save(&ui, &folder);
+    assert_eq!(s, 400, "a folder: {b}");
+    assert!(b.contains("is a folder"), "{b}");
 }
 
 /// Send from the page to a real receiver, with progress, and get the document back intact.
@@ -453,6 +690,12 @@ async fn the_page_marks_unmarks_and_saves_in_chromium() {
     let wait = Duration::from_secs(30);
 
     c.goto(&ui.url).await.unwrap();
+    // The browser was given a cookie for the token and sent on to an address without it.
+    let now = c.current_url().await.unwrap();
+    assert!(
+        now.query().is_none() && !now.as_str().contains(&ui.token),
+        "the token stayed in the address: {now}"
+    );
     // The policy's findings, labelled with their detectors.
     let card = c
         .wait()

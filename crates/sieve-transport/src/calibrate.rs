@@ -295,22 +295,17 @@ struct Cache {
 
 impl Cache {
     fn read(path: &Path) -> anyhow::Result<Cache> {
-        match std::fs::read(path) {
+        match crate::cache::read_private(path) {
             Ok(bytes) => Ok(serde_json::from_slice(&bytes)?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Cache::default()),
             Err(e) => Err(e.into()),
         }
     }
 
-    /// Written whole to a temporary file and renamed, so that two processes calibrating at once
-    /// never leave a torn file (the last one's entries win).
+    /// Written whole and renamed ([`crate::cache::write_private`]), so that two processes
+    /// calibrating at once never leave a torn file (the last one's entries win).
     fn write(&self, path: &Path) -> anyhow::Result<()> {
-        let dir = path.parent().ok_or_else(|| anyhow::anyhow!("no folder"))?;
-        std::fs::create_dir_all(dir)?;
-        let tmp = dir.join(format!(".calibration.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)?;
-        std::fs::rename(&tmp, path)?;
-        Ok(())
+        crate::cache::write_private(path, &serde_json::to_vec_pretty(self)?)
     }
 }
 
@@ -492,5 +487,42 @@ mod tests {
         assert_eq!(again.machine, first.machine);
         assert_ne!(again.took_ms, first.took_ms, "measured anew");
         assert_eq!(Cache::read(&path).unwrap().entries.len(), 1);
+    }
+
+    /// Links planted in the cache folder, at the temporary name an earlier version used and at
+    /// the cache's own name, are never written through: the file they point to keeps its
+    /// content; the folder ends 0700 and the file 0600.
+    #[test]
+    fn the_cache_is_private_and_written_through_no_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let base = tempfile::tempdir().unwrap();
+        let victim = base.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        // A folder as an earlier version left it (0755), links planted in it.
+        let dir = base.path().join("old").join("sieve");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.join("calibration.json");
+        let tmp = dir.join(format!(".calibration.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let written = Cache::default().write(&path);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        written.unwrap();
+        assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+        assert_eq!((mode(&dir), mode(&path)), (0o700, 0o600));
+        assert!(Cache::read(&path).unwrap().entries.is_empty());
+        // A folder created by the write itself.
+        let fresh = base
+            .path()
+            .join("new")
+            .join("sieve")
+            .join("calibration.json");
+        Cache::default().write(&fresh).unwrap();
+        assert_eq!(
+            (mode(fresh.parent().unwrap()), mode(&fresh)),
+            (0o700, 0o600)
+        );
     }
 }

@@ -11,6 +11,7 @@
 // proves itself.
 #![deny(unsafe_code)]
 
+pub mod cache;
 pub mod calibrate;
 pub(crate) mod change;
 pub mod conn;

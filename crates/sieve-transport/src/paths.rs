@@ -202,23 +202,16 @@ struct Paths {
 impl Paths {
     /// The records at `path`; none if it is missing or unreadable (a cache, never an error).
     fn read(path: &Path) -> Paths {
-        std::fs::read(path)
+        crate::cache::read_private(path)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default()
     }
 
-    /// Written whole to a temporary file and renamed, so that two senders finishing at once
-    /// never leave a torn file (the last one's records win).
+    /// Written whole and renamed ([`crate::cache::write_private`]), so that two senders
+    /// finishing at once never leave a torn file (the last one's records win).
     fn write(&self, path: &Path) -> anyhow::Result<()> {
-        let dir = path
-            .parent()
-            .ok_or_else(|| anyhow::anyhow!("{} has no folder", path.display()))?;
-        std::fs::create_dir_all(dir)?;
-        let tmp = dir.join(format!(".paths.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)?;
-        std::fs::rename(&tmp, path)?;
-        Ok(())
+        crate::cache::write_private(path, &serde_json::to_vec_pretty(self)?)
     }
 }
 
@@ -643,6 +636,32 @@ mod tests {
         // A file from before plain addresses were kept still reads.
         std::fs::write(&path, br#"{"receivers":{}}"#).unwrap();
         assert_eq!(recall_plain(&path, "r:7443"), None);
+    }
+
+    /// Links planted in the cache folder, at the temporary name an earlier version used and at
+    /// the file's own name, are never written through (the file they point to keeps its
+    /// content); the folder ends 0700 and the file, which names receivers and their ports, 0600.
+    #[test]
+    fn the_records_are_private_and_written_through_no_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let base = tempfile::tempdir().unwrap();
+        let victim = base.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let dir = base.path().join("sieve");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.join("paths.json");
+        let tmp = dir.join(format!(".paths.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let a: SocketAddr = "10.0.0.2:7080".parse().unwrap();
+        let written = remember_at(&path, "r:7443", None, Some(a), Learnt::default());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        written.unwrap();
+        assert!(!std::fs::symlink_metadata(&path).unwrap().is_symlink());
+        assert_eq!((mode(&dir), mode(&path)), (0o700, 0o600));
+        assert_eq!(recall_plain(&path, "r:7443"), Some(a));
     }
 
     /// The level `auto` kept is kept from sessions that ran `auto`, forgotten when one kept

@@ -2,11 +2,17 @@
 //! JSON API the page calls.
 //!
 //! Access: the server listens on loopback only; every request must name this server in its
-//! `Host` header (so a web page elsewhere cannot reach it by rebinding a name to 127.0.0.1); the
-//! page itself is served only with the random token in its URL, and every API call must carry
-//! the token in the `X-Sieve-Token` header, never a cookie, so that another site's page cannot
-//! make the browser send it (a custom header needs a CORS preflight, which this server never
-//! grants).
+//! `Host` header (so a web page elsewhere cannot reach it by rebinding a name to 127.0.0.1).
+//! The address `sieve ui` prints carries a random token; `GET /?token=` exchanges it for a
+//! session cookie (`HttpOnly; SameSite=Strict`, named after this server's port so that two pages
+//! on one host keep theirs apart) and redirects to `/`, so the token stays neither in the
+//! address bar nor in the page's history entry. The page is served only to that cookie, and
+//! carries a second random value, the CSRF value; an API call is taken with the cookie only if
+//! it also carries that value in the `X-Sieve-Csrf` header, comes from no other origin
+//! (`Origin`, `Sec-Fetch-Site`), or else with the token itself in the `X-Sieve-Token` header (for
+//! scripts). Another site's page can make a browser send the cookie (another port of this host
+//! is even the same site) but can neither read the page's CSRF value nor set a custom header
+//! without a CORS preflight, which this server never grants.
 //!
 //! Large documents: the page asks for windows of the file (at most [`MAX_WINDOW`] bytes) and
 //! for the segments inside them; nothing ever reads the whole file into memory, and the first
@@ -52,6 +58,11 @@ pub struct Receiver {
 
 pub struct App {
     pub token: String,
+    /// The session cookie's name (`sieve-ui-PORT`) and value, given for the token.
+    cookie_name: String,
+    session: String,
+    /// The value the page carries and sends back in `X-Sieve-Csrf` with the cookie.
+    csrf: String,
     /// Host headers accepted (`127.0.0.1:PORT`, `localhost:PORT`).
     pub hosts: Vec<String>,
     pub policy: Arc<Policy>,
@@ -105,6 +116,18 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// 128 random bits in hex, from the operating system: a token, a session or a CSRF value.
+pub fn random_hex() -> String {
+    use rand::RngCore;
+    let mut t = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut t);
+    t.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn forbidden(msg: &str) -> ApiError {
+    (StatusCode::FORBIDDEN, msg.into())
+}
+
 impl App {
     pub fn new(
         token: String,
@@ -114,6 +137,9 @@ impl App {
     ) -> std::io::Result<Arc<App>> {
         Ok(Arc::new(App {
             token,
+            cookie_name: format!("sieve-ui-{port}"),
+            session: random_hex(),
+            csrf: random_hex(),
             hosts: vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")],
             policy: Arc::new(policy),
             receiver,
@@ -142,17 +168,58 @@ impl App {
         }
     }
 
+    /// A request a browser made for a page of another origin is refused, whatever it carries.
+    fn origin_ok(&self, h: &HeaderMap) -> ApiResult<()> {
+        match h.get(header::ORIGIN).map(|v| v.to_str().unwrap_or("")) {
+            None => Ok(()),
+            Some(o)
+                if o.strip_prefix("http://")
+                    .is_some_and(|host| self.hosts.iter().any(|x| x == host)) =>
+            {
+                Ok(())
+            }
+            Some(_) => Err(forbidden("requests from another origin are refused")),
+        }
+    }
+
+    /// Whether the request carries this server's session cookie.
+    fn has_cookie(&self, h: &HeaderMap) -> bool {
+        h.get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|c| c.trim().split_once('='))
+            .any(|(k, v)| k == self.cookie_name && same(v.as_bytes(), self.session.as_bytes()))
+    }
+
+    /// The `Set-Cookie` header that gives the session for the token.
+    fn set_cookie(&self) -> String {
+        format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/",
+            self.cookie_name, self.session
+        )
+    }
+
     fn authorize(&self, h: &HeaderMap) -> ApiResult<()> {
         self.host_ok(h)?;
+        self.origin_ok(h)?;
         let token = h.get("x-sieve-token").map(|v| v.as_bytes()).unwrap_or(b"");
         if same(token, self.token.as_bytes()) {
-            Ok(())
-        } else {
-            Err((
-                StatusCode::FORBIDDEN,
-                "missing or wrong X-Sieve-Token header".into(),
-            ))
+            return Ok(());
         }
+        // The page's calls: the cookie, the CSRF value only the page can read, and (where the
+        // browser says) from the page's own origin.
+        let csrf = h.get("x-sieve-csrf").map(|v| v.as_bytes()).unwrap_or(b"");
+        let site = h.get("sec-fetch-site").map(|v| v.as_bytes());
+        if self.has_cookie(h)
+            && same(csrf, self.csrf.as_bytes())
+            && site.is_none_or(|s| s == b"same-origin")
+        {
+            return Ok(());
+        }
+        Err(forbidden(
+            "missing or wrong X-Sieve-Token header (or the page's cookie and X-Sieve-Csrf)",
+        ))
     }
 
     fn lock_doc(&self) -> std::sync::MutexGuard<'_, Option<Doc>> {
@@ -318,24 +385,45 @@ fn secured(mut r: Response) -> Response {
     r
 }
 
+/// The page: `/?token=` exchanges the token for the session cookie and redirects to `/`, which
+/// is served only to that cookie.
 async fn index(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     Query(q): Query<BTreeMap<String, String>>,
 ) -> Response {
-    if let Err(e) = app.host_ok(&headers) {
+    if let Err(e) = app.host_ok(&headers).and_then(|()| app.origin_ok(&headers)) {
         return e.into_response();
     }
-    let token = q.get("token").map(String::as_bytes).unwrap_or(b"");
-    if !same(token, app.token.as_bytes()) {
-        return (
+    let refused = || {
+        (
             StatusCode::FORBIDDEN,
             "open the address `sieve ui` printed: it carries the page's token",
         )
-            .into_response();
+            .into_response()
+    };
+    if let Some(token) = q.get("token") {
+        if !same(token.as_bytes(), app.token.as_bytes()) {
+            return refused();
+        }
+        let Ok(cookie) = HeaderValue::from_str(&app.set_cookie()) else {
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        };
+        let mut r = Response::new(Body::empty());
+        *r.status_mut() = StatusCode::SEE_OTHER;
+        r.headers_mut()
+            .insert(header::LOCATION, HeaderValue::from_static("/"));
+        r.headers_mut().insert(header::SET_COOKIE, cookie);
+        return secured(r);
     }
-    secured(Html(INDEX).into_response())
+    if !app.has_cookie(&headers) {
+        return refused();
+    }
+    secured(Html(INDEX.replace(CSRF_SLOT, &app.csrf)).into_response())
 }
+
+/// Where the page's template takes the CSRF value.
+const CSRF_SLOT: &str = "__SIEVE_CSRF__";
 
 async fn app_js(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Err(e) = app.host_ok(&headers) {
@@ -537,47 +625,44 @@ async fn save(
     let kind = q.kind.clone();
     let target = out.clone();
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-        use anyhow::Context;
-        let dir = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let tmp = tempfile::NamedTempFile::new_in(dir)
-            .with_context(|| format!("cannot create a file in {}", dir.display()))?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp);
+        let out = crate::output::Output::new(&target);
+        out.check()?;
         if kind == "ranges" {
-            use std::io::Write;
-            w.write_all(ranges_file::to_json(&ranges).as_bytes())?;
-        } else {
-            // SAFETY: read-only mapping of a file nothing in this process writes; a concurrent
-            // truncation by another program would raise SIGBUS, as for any program mapping its
-            // input.
-            let len = file.metadata()?.len();
-            #[allow(unsafe_code)]
-            let map = if len > 0 {
-                Some(unsafe { memmap2::Mmap::map(&*file) }?)
-            } else {
-                None
-            };
-            let content: &[u8] = map.as_deref().unwrap_or(&[]);
-            if content.len() as u64 != ranges.doc_len() {
-                anyhow::bail!("the document changed since it was opened; open it again");
-            }
-            let cfg = MarkConfig {
-                strip: true,
-                ..MarkConfig::default()
-            };
-            sieve_mark::marked::write_marked(&cfg, content, ranges.as_slice(), &mut w)?;
+            return out.write(ranges_file::to_json(&ranges).as_bytes());
         }
-        let tmp = w.into_inner().map_err(|e| e.into_error())?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(&target)
-            .with_context(|| format!("cannot write {}", target.display()))?;
-        Ok(())
+        // SAFETY: read-only mapping of a file nothing in this process writes; a concurrent
+        // truncation by another program would raise SIGBUS, as for any program mapping its
+        // input.
+        let len = file.metadata()?.len();
+        #[allow(unsafe_code)]
+        let map = if len > 0 {
+            Some(unsafe { memmap2::Mmap::map(&*file) }?)
+        } else {
+            None
+        };
+        let content: &[u8] = map.as_deref().unwrap_or(&[]);
+        if content.len() as u64 != ranges.doc_len() {
+            anyhow::bail!("the document changed since it was opened; open it again");
+        }
+        let cfg = MarkConfig {
+            strip: true,
+            ..MarkConfig::default()
+        };
+        out.write_with(|mut w| {
+            sieve_mark::marked::write_marked(&cfg, content, ranges.as_slice(), &mut w)
+        })
     })
     .await
     .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-    .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")))?;
+    .map_err(|e| {
+        // A path the output rule refuses is the request's fault, not the server's.
+        let status = if e.downcast_ref::<crate::output::Refused>().is_some() {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        (status, format!("{e:#}"))
+    })?;
     Ok(Json(
         serde_json::json!({ "path": out.display().to_string() }),
     ))

@@ -250,3 +250,31 @@ impl Drop for Server {
         self.kill();
     }
 }
+
+/// A named pipe at `path`, and a thread that reads it to the end once a writer has opened and
+/// closed it. The thread blocks until then: check that `path` is still a pipe before joining.
+pub fn fifo_reader(path: &Path) -> std::thread::JoinHandle<Vec<u8>> {
+    let o = Command::new("mkfifo").arg(path).output().expect("mkfifo");
+    assert!(o.status.success(), "mkfifo: {}", text(&o.stderr));
+    let p = path.to_path_buf();
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut std::fs::File::open(&p).expect("open the pipe"), &mut v)
+            .expect("read the pipe");
+        v
+    })
+}
+
+/// Whether `path` itself (not what it may link to) is a named pipe.
+pub fn is_fifo(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+}
+
+/// Where a symbolic link at `path` points, if it is one.
+pub fn link_target(path: &Path) -> Option<PathBuf> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_symlink())
+        .and_then(|_| std::fs::read_link(path).ok())
+}

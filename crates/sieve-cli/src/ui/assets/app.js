@@ -1,8 +1,10 @@
 'use strict';
 // The marking page. Everything it shows comes from this server's API, a window of the
-// document at a time; the token from the page's address goes in a header with every call.
+// document at a time. The browser holds the session cookie the address's token was exchanged
+// for; every call also carries the CSRF value this page was served with, which no other
+// origin can read.
 
-const token = new URLSearchParams(location.search).get('token') || '';
+const csrf = document.querySelector('meta[name="sieve-csrf"]').content;
 const PAGE = 64 * 1024;   // bytes per window
 const KEEP = 12;          // windows kept in the page at once
 const $ = (id) => document.getElementById(id);
@@ -14,7 +16,7 @@ let busy = false;
 let lastId = null;
 
 async function api(path, opts = {}) {
-  const headers = Object.assign({ 'X-Sieve-Token': token }, opts.headers || {});
+  const headers = Object.assign({ 'X-Sieve-Csrf': csrf }, opts.headers || {});
   const r = await fetch(path, Object.assign({}, opts, { headers }));
   if (!r.ok) throw new Error((await r.text()) || r.statusText);
   return r;
