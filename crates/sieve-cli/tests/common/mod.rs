@@ -56,6 +56,12 @@ pub fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Send `sig` to process `pid` (SIGSTOP and SIGCONT hold a process at a protocol event).
+pub fn signal(pid: u32, sig: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(pid as i32).expect("a pid");
+    rustix::process::kill_process(pid, sig).expect("signal");
+}
+
 pub fn names_in(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .expect("list folder")
