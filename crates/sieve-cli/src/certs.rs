@@ -96,8 +96,9 @@ pub fn run(args: &Args) -> Result<()> {
             } else {
                 Default::default()
             };
+            let listen = listen_for(args.names.first().map(String::as_str));
             eprintln!(
-                "  receiver: sieve serve --dir OUT --cert {d}/server.pem --key {d}/server.key{client_ca}"
+                "  receiver: sieve serve --dir OUT --cert {d}/server.pem --key {d}/server.key{listen}{client_ca}"
             );
             let to = match args.names.first() {
                 Some(n) => format!(" --to {}", host_port(n)),
@@ -156,7 +157,8 @@ pub fn run(args: &Args) -> Result<()> {
                  {d}/ca.pem",
                 names.join(", ")
             );
-            eprintln!("  receiver: sieve serve --dir OUT --cert {d}/{pem} --key {d}/{key}");
+            let listen = listen_for(names.first().map(String::as_str));
+            eprintln!("  receiver: sieve serve --dir OUT --cert {d}/{pem} --key {d}/{key}{listen}");
             eprintln!(
                 "  sender:   sieve send --ca {d}/ca.pem --to {} FILE...",
                 host_port(&names[0])
@@ -164,6 +166,20 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The `--listen` a receiver needs to be reached under `name` from another host: its address
+/// when `name` is one, every interface when it is a host name (whose address this machine
+/// cannot know); nothing for the local names, which the default listener serves.
+fn listen_for(name: Option<&str>) -> String {
+    match name {
+        None => String::new(),
+        Some(n) if LOCAL_NAMES.contains(&n) => String::new(),
+        Some(n) => match n.parse::<std::net::IpAddr>() {
+            Ok(ip) => format!(" --listen {}", host_port(&ip.to_string())),
+            Err(_) => " --listen 0.0.0.0:7443".to_string(),
+        },
+    }
 }
 
 /// `host:7443`, with brackets around an IPv6 address.

@@ -171,3 +171,60 @@ fn more_certificates_from_the_same_ca_work_with_running_peers() {
         b"a <$S>b<$E> c"
     );
 }
+
+/// The hints `sieve certs --name ADDR` prints work as printed: the receiver line listens where
+/// the sender line connects (it once left `--listen` out, and the sender met "Connection
+/// refused").
+#[test]
+fn the_printed_receiver_and_sender_lines_work_as_printed() {
+    let root = tempfile::tempdir().unwrap();
+    let d = root.path().join("certs");
+    // An address of this machine that no other test listens on, so the printed ports are free.
+    let o = certs_cmd(&d, &["--name", "127.0.0.77", "--client"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let msg = text(&o.stderr);
+    let line = |who: &str| {
+        msg.lines()
+            .find_map(|l| l.trim().strip_prefix(who))
+            .unwrap_or_else(|| panic!("no {who} line in:\n{msg}"))
+            .trim()
+            .to_string()
+    };
+    let receiver = line("receiver:");
+    let sender = line("sender:");
+    assert!(receiver.contains("--listen 127.0.0.77:7443"), "{receiver}");
+    let out = root.path().join("inbox");
+    let receiver = receiver.replace("OUT", out.to_str().unwrap());
+    let words: Vec<&str> = receiver.split_whitespace().collect();
+    assert_eq!(words[0], "sieve");
+    let mut srv = sieve()
+        .args(&words[1..])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the printed receiver");
+    let log = std::io::BufReader::new(srv.stderr.take().unwrap());
+    let mut lines = std::io::BufRead::lines(log);
+    let listening = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|l| l.contains("receiver listening"));
+    assert!(listening, "the printed receiver did not start");
+    std::thread::spawn(move || lines.for_each(drop));
+    let f = root.path().join("doc.txt");
+    std::fs::write(&f, "a <$S>b<$E> c").unwrap();
+    let sender = sender.replace("FILE...", f.to_str().unwrap());
+    let words: Vec<&str> = sender.split_whitespace().collect();
+    let o = run(sieve().args(&words[1..]));
+    let _ = srv.kill();
+    let _ = srv.wait();
+    assert!(
+        o.status.success(),
+        "the printed sender failed: {}",
+        text(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::read(out.join("doc.txt")).unwrap(),
+        b"a <$S>b<$E> c"
+    );
+}

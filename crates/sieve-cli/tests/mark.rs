@@ -366,3 +366,29 @@ fn send_with_a_policy_classifies_on_the_fly() {
         "no session was opened"
     );
 }
+
+/// `--json` names the policy used: a file that only extends the built-in one is called by its
+/// path, not "default" (it once reported "default" for `--policy med.toml`).
+#[test]
+fn the_json_summary_names_the_policy_file_used() {
+    let d = tempfile::tempdir().unwrap();
+    let (csv, _) = documents(d.path());
+    let med = d.path().join("med.toml");
+    std::fs::write(&med, "extends = \"default\"\n").unwrap();
+    let named = d.path().join("named.toml");
+    std::fs::write(&named, "name = \"clinic\"\nextends = \"default\"\n").unwrap();
+    let ranges = d.path().join("r.json");
+    for (policy, want) in [
+        (med.to_str().unwrap(), med.to_str().unwrap()),
+        (named.to_str().unwrap(), "clinic"),
+        ("default", "default"),
+    ] {
+        let o = run(sieve()
+            .args(["mark", "--json", "--policy", policy, "-o"])
+            .arg(&ranges)
+            .arg(&csv));
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let v: serde_json::Value = serde_json::from_str(text(&o.stdout).trim()).unwrap();
+        assert_eq!(v["policy"], want, "{v}");
+    }
+}

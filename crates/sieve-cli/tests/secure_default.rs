@@ -41,7 +41,8 @@ impl PlainTap {
                 let Ok(server) = TcpStream::connect(to) else {
                     continue;
                 };
-                let (mut c_rd, mut s_wr) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let (mut c_rd, mut s_wr) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
                 let s = s.clone();
                 // Sender to receiver, recorded.
                 std::thread::spawn(move || {
@@ -196,16 +197,26 @@ fn allow_clear_and_an_empty_ranges_file_are_choices_to_send_in_the_clear() {
     let csv = rig.file("customers.csv", &doc);
     let (o, v) = rig.send(&["--mode", "sieve", "--allow-clear"], &[&csv]);
     assert_eq!(std::fs::read(rig.out.join("customers.csv")).unwrap(), doc);
-    assert!(contains(&rig.tap.seen(), CARD), "--allow-clear sent nothing in the clear");
+    assert!(
+        contains(&rig.tap.seen(), CARD),
+        "--allow-clear sent nothing in the clear"
+    );
     assert_eq!(v["mode"], "sieve", "{v}");
     assert_eq!(v["unmarked"], serde_json::json!([]), "{v}");
-    assert!(text(&o.stderr).contains("has no classified byte"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("has no classified byte"),
+        "{}",
+        text(&o.stderr)
+    );
     // An empty ranges file says "nothing here is classified" (the laboratory's P = 0).
     let ranges = rig.file("empty.ranges.json", br#"{"ranges": []}"#);
     let ranges = ranges.to_str().unwrap();
     let (_, v) = rig.send(&["--mode", "sieve", "--ranges", ranges], &[&csv]);
     assert_eq!(std::fs::read(rig.out.join("customers.csv")).unwrap(), doc);
-    assert!(contains(&rig.tap.seen(), CARD), "an empty ranges file sent nothing in the clear");
+    assert!(
+        contains(&rig.tap.seen(), CARD),
+        "an empty ranges file sent nothing in the clear"
+    );
     assert_eq!(v["mode"], "sieve", "{v}");
     assert_eq!(v["plain_bytes"].as_u64(), Some(doc.len() as u64), "{v}");
 }
@@ -213,15 +224,30 @@ fn allow_clear_and_an_empty_ranges_file_are_choices_to_send_in_the_clear() {
 #[test]
 fn a_marked_file_still_goes_through_the_sieve_beside_an_unmarked_one() {
     let rig = Rig::start();
-    let plain = rig.file("notes.txt", b"meeting at noon, room 4\n".repeat(100).as_slice());
-    let marked = rig.file("letter.txt", b"Dear client, your card <$S>4111 1111 1111 1111<$E> ...\n");
+    let plain = rig.file(
+        "notes.txt",
+        b"meeting at noon, room 4\n".repeat(100).as_slice(),
+    );
+    let marked = rig.file(
+        "letter.txt",
+        b"Dear client, your card <$S>4111 1111 1111 1111<$E> ...\n",
+    );
     let (_, v) = rig.send(&["--mode", "sieve"], &[&plain, &marked]);
     assert_eq!(v["mode"], "sieve", "{v}");
     assert_eq!(v["unmarked"], serde_json::json!(["notes.txt"]), "{v}");
     let seen = rig.tap.seen();
-    assert!(!contains(&seen, b"meeting at noon"), "the unmarked file crossed in the clear");
-    assert!(contains(&seen, b"Dear client"), "the marked file's cleartext did not");
-    assert!(!contains(&seen, b"4111 1111 1111 1111"), "a classified byte crossed in the clear");
+    assert!(
+        !contains(&seen, b"meeting at noon"),
+        "the unmarked file crossed in the clear"
+    );
+    assert!(
+        contains(&seen, b"Dear client"),
+        "the marked file's cleartext did not"
+    );
+    assert!(
+        !contains(&seen, b"4111 1111 1111 1111"),
+        "a classified byte crossed in the clear"
+    );
 }
 
 #[test]
@@ -242,7 +268,10 @@ fn standard_input_and_folders_follow_the_same_rule() {
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(std::fs::read(rig.out.join("piped.csv")).unwrap(), doc);
-    assert!(rig.tap.seen().is_empty(), "standard input crossed in the clear");
+    assert!(
+        rig.tap.seen().is_empty(),
+        "standard input crossed in the clear"
+    );
     // A folder.
     let dir = rig.root.path().join("src/records");
     std::fs::create_dir_all(dir.join("2026")).unwrap();
@@ -251,5 +280,8 @@ fn standard_input_and_folders_follow_the_same_rule() {
     let (_, v) = rig.send(&["-r", "--mode", "sieve"], &[&dir]);
     assert_eq!(v["docs_ok"], 2, "{v}");
     assert_eq!(v["mode"], "secure-only", "{v}");
-    assert!(rig.tap.seen().is_empty(), "a folder's files crossed in the clear");
+    assert!(
+        rig.tap.seen().is_empty(),
+        "a folder's files crossed in the clear"
+    );
 }

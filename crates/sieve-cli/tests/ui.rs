@@ -594,7 +594,12 @@ fn the_page_sends_a_document_with_nothing_marked_secure_only() {
     assert_eq!(summary["classified"], 0, "{summary}");
     let started = ui.json("POST", "/api/send", "");
     assert_eq!(started["secure_only"], true, "{started}");
-    assert!(started["note"].as_str().is_some_and(|n| n.contains("secure-only")), "{started}");
+    assert!(
+        started["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("secure-only")),
+        "{started}"
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         let s = ui.json("GET", "/api/send", "");
@@ -609,7 +614,10 @@ fn the_page_sends_a_document_with_nothing_marked_secure_only() {
     assert_eq!(report["mode"], "secure-only", "{status}");
     assert_eq!(report["plain_bytes"], 0, "{status}");
     assert_eq!(report["secure_bytes"], text.len(), "{status}");
-    assert_eq!(std::fs::read_to_string(inbox.join("minutes.txt")).unwrap(), text);
+    assert_eq!(
+        std::fs::read_to_string(inbox.join("minutes.txt")).unwrap(),
+        text
+    );
 }
 
 fn which(names: &[&str]) -> Option<PathBuf> {

@@ -335,7 +335,9 @@ impl Policy {
             path: spec.to_string(),
             source,
         })?;
-        Policy::parse(&src)
+        // A file that names no policy is called by its path: `extends = "default"` alone must
+        // not report itself as the built-in policy.
+        Policy::parse_named(&src, Some(spec))
     }
 
     /// The TOML this policy was compiled from.
@@ -345,6 +347,11 @@ impl Policy {
 
     /// Compile a policy from its TOML source.
     pub fn parse(toml_src: &str) -> Result<Policy, PolicyError> {
+        Policy::parse_named(toml_src, None)
+    }
+
+    /// [`Policy::parse`], the policy called `fallback` unless its source names it.
+    fn parse_named(toml_src: &str, fallback: Option<&str>) -> Result<Policy, PolicyError> {
         let file: PolicyFile = toml::from_str(toml_src)?;
         let mut detects = Vec::new();
         let mut allow = AllowFile::default();
@@ -419,6 +426,7 @@ impl Policy {
         let mut policy = Policy {
             name: file
                 .name
+                .or_else(|| fallback.map(String::from))
                 .or_else(|| file.extends.clone())
                 .unwrap_or_else(|| "custom".into()),
             format,

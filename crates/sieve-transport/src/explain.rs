@@ -40,15 +40,52 @@ pub(crate) fn tls_failure(e: &anyhow::Error) -> Option<String> {
         ) => "the receiver did not accept the client certificate: it must be signed by the CA \
               the receiver trusts (its --client-ca) and still valid"
             .into(),
-        rustls::Error::InvalidCertificate(why) => format!(
-            "the receiver's certificate is not trusted ({why:?}): check that --ca is the CA that \
-             signed it and that it is valid for the name used (--to, or --server-name)"
-        ),
+        rustls::Error::InvalidCertificate(why) => untrusted(why),
         other => format!(
             "the TLS handshake failed: {}",
             without_urls(&other.to_string())
         ),
     })
+}
+
+/// Why the receiver's certificate was not trusted, in words (rustls's own `Debug` form, e.g.
+/// `NotValidForNameContext { expected: DnsName(..), .. }`, means nothing to a user).
+fn untrusted(why: &rustls::CertificateError) -> String {
+    use rustls::CertificateError as C;
+    match why {
+        C::NotValidForNameContext {
+            expected,
+            presented,
+        } => {
+            let name = expected.to_str();
+            let valid = match presented.as_slice() {
+                [] => "no name".to_string(),
+                names => names.join(", "),
+            };
+            format!(
+                "the receiver's certificate is valid for {valid}, not for {name}: connect by a \
+                 name it is valid for (--to, or --server-name), or give the receiver a \
+                 certificate for {name} (sieve certs server --name {name})"
+            )
+        }
+        C::NotValidForName => "the receiver's certificate is not valid for the name used: \
+             connect by a name it is valid for (--to, or --server-name)"
+            .into(),
+        C::UnknownIssuer | C::BadSignature => "the receiver's certificate is not signed by the \
+             CA in --ca: give the CA that signed it (its ca.pem)"
+            .into(),
+        C::Expired | C::ExpiredContext { .. } => "the receiver's certificate has expired: \
+             give it a new one (or check this machine's clock)"
+            .into(),
+        C::NotValidYet | C::NotValidYetContext { .. } => "the receiver's certificate is not \
+             valid yet: check the clocks of both machines"
+            .into(),
+        C::Revoked => "the receiver's certificate has been revoked".into(),
+        other => format!(
+            "the receiver's certificate is not trusted ({other}): check that --ca is the CA \
+             that signed it and that it is valid for the name used (--to, or --server-name)"
+        ),
+    }
 }
 
 /// What a lost connection means: the peer closed or reset it, or something else went wrong
@@ -128,6 +165,33 @@ mod tests {
             .unwrap()
             .contains("did not accept the client certificate"));
         assert!(tls_failure(&anyhow::anyhow!("nothing to do with TLS")).is_none());
+    }
+
+    #[test]
+    fn an_untrusted_certificate_is_explained_in_words() {
+        let wrong_name = anyhow::Error::new(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::NotValidForNameContext {
+                expected: rustls::pki_types::ServerName::try_from("files.example")
+                    .unwrap()
+                    .to_owned(),
+                presented: vec!["localhost".into(), "127.0.0.1".into()],
+            },
+        ));
+        let s = tls_failure(&wrong_name).unwrap();
+        assert_eq!(
+            s,
+            "the receiver's certificate is valid for localhost, 127.0.0.1, not for \
+             files.example: connect by a name it is valid for (--to, or --server-name), or give \
+             the receiver a certificate for files.example (sieve certs server --name \
+             files.example)"
+        );
+        assert!(!s.contains('{') && !s.contains("DnsName"), "{s}");
+        let unknown = anyhow::Error::new(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::UnknownIssuer,
+        ));
+        assert!(tls_failure(&unknown)
+            .unwrap()
+            .contains("not signed by the CA in --ca"));
     }
 
     #[test]

@@ -317,7 +317,10 @@ async fn documents_nobody_classified_travel_secure_only_unless_allowed_in_the_cl
         allow_clear: false,
         ..rx.config(Mode::Sieve, 1, 2, Split::Dynamic, BatchSplit::Dynamic)
     };
-    for (i, mode) in [SendMode::Fixed(Mode::Sieve), SendMode::Auto].into_iter().enumerate() {
+    for (i, mode) in [SendMode::Fixed(Mode::Sieve), SendMode::Auto]
+        .into_iter()
+        .enumerate()
+    {
         // Alone: the session is secure-only, and says why.
         let f = write(src.path(), &format!("{i}-bare.csv"), &bare);
         let r = rx.send_ok(&strict(mode), &[f]).await;
@@ -326,7 +329,10 @@ async fn documents_nobody_classified_travel_secure_only_unless_allowed_in_the_cl
         assert_eq!((r.plain_bytes, r.secure_bytes), (0, bare.len() as u64));
         assert_eq!(r.unmarked, vec![format!("{i}-bare.csv")]);
         let d = r.decision.expect("a decision");
-        assert_eq!((d.chosen, d.reason.as_str()), (Mode::SecureOnly, UNMARKED_REASON));
+        assert_eq!(
+            (d.chosen, d.reason.as_str()),
+            (Mode::SecureOnly, UNMARKED_REASON)
+        );
         assert!(d.predicted_ms.is_none());
         // Beside a marked one in sieve mode: only the marked one's cleartext goes in the clear.
         if mode == SendMode::Fixed(Mode::Sieve) {

@@ -128,8 +128,16 @@ impl Record {
                     .map_or(s.plain_bytes, |c| c.plain_after),
             ),
             auto_chose: s.decision.as_ref().map(|d| d.chosen.name().to_string()),
-            predicted_sieve_ms: s.decision.as_ref().and_then(|d| d.predicted_ms).map(|p| p.sieve),
-            predicted_secure_only_ms: s.decision.as_ref().and_then(|d| d.predicted_ms).map(|p| p.secure_only),
+            predicted_sieve_ms: s
+                .decision
+                .as_ref()
+                .and_then(|d| d.predicted_ms)
+                .map(|p| p.sieve),
+            predicted_secure_only_ms: s
+                .decision
+                .as_ref()
+                .and_then(|d| d.predicted_ms)
+                .map(|p| p.secure_only),
         }
     }
 

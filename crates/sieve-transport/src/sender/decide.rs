@@ -184,7 +184,10 @@ mod tests {
         let d = choose(&no_aes(), SUITE, shared(), &[doc(GIB, 0.1, true)], None);
         assert_eq!(d.chosen, Mode::Sieve, "{d:?}");
         assert_eq!(d.requested, "auto");
-        assert!(d.predicted_ms.unwrap().sieve < d.predicted_ms.unwrap().secure_only, "{d:?}");
+        assert!(
+            d.predicted_ms.unwrap().sieve < d.predicted_ms.unwrap().secure_only,
+            "{d:?}"
+        );
         assert!(
             d.summary().starts_with("auto chose sieve ("),
             "{}",
@@ -200,7 +203,10 @@ mod tests {
     fn a_small_mostly_classified_document_with_aes_goes_secure_only() {
         let d = choose(&aes(), SUITE, shared(), &[doc(MB, 0.9, true)], None);
         assert_eq!(d.chosen, Mode::SecureOnly, "{d:?}");
-        assert!(d.predicted_ms.unwrap().secure_only < d.predicted_ms.unwrap().sieve, "{d:?}");
+        assert!(
+            d.predicted_ms.unwrap().secure_only < d.predicted_ms.unwrap().sieve,
+            "{d:?}"
+        );
         let s = d.summary();
         assert!(s.starts_with("auto chose secure-only ("), "{s}");
         assert!(s.contains("for the sieve"), "{s}");
