@@ -64,14 +64,16 @@ pub struct Args {
     /// buffer counted in --max-buffer-memory, and never to more than it declared.
     #[arg(long, default_value = "all", value_parser = parse_accept)]
     pub accept_compression: CompressFlags,
-    /// Most sessions served at once; further senders are told to retry.
+    /// Most sessions served at once. A sender that finds them all taken takes the place of the
+    /// session furthest below --min-session-rate, if one is below it; else it is told to retry.
     #[arg(long, default_value_t = 64)]
     pub max_sessions: usize,
     /// Largest document accepted (e.g. 100GiB).
     #[arg(long, default_value = "1TiB", value_parser = parse_size_arg)]
     pub max_doc_size: u64,
-    /// Seconds a session may go without progress before it is dropped: progress is a whole frame,
-    /// or 16 KiB of one, on any of its channels (a client trickling bytes does not count).
+    /// Seconds a session may go without progress before it is dropped: progress is 16 KiB moved
+    /// on its channels together, or a frame other than data (a manifest, a DOC_END). Neither
+    /// trickled bytes nor tiny data frames count: a one-byte frame is one byte.
     #[arg(long, default_value_t = 60)]
     pub idle_timeout: u64,
     /// Seconds allowed for a TLS handshake.
@@ -86,16 +88,45 @@ pub struct Args {
     /// newcomer when all are taken; one address holds at most a quarter of them).
     #[arg(long, default_value_t = 512)]
     pub max_pending: usize,
-    /// Sessions one client address (and, with --client-ca, one client certificate) may hold at
-    /// once.
+    /// Sessions one client address (and, with --client-ca, one client certificate, known by its
+    /// fingerprint) may hold at once. A quarter of the default --max-sessions: one machine never
+    /// takes every place. A newcomer that finds its address or certificate at this limit takes
+    /// the place of its session furthest below --min-session-rate, if one is below it.
     #[arg(long, default_value_t = 16)]
     pub max_sessions_per_client: usize,
+    /// Sessions one network may hold at once: an IPv4 /24 or an IPv6 /64 (one host may use
+    /// every address of its /64, so a limit per address alone would not hold it). Default: half
+    /// of --max-sessions (32), and never fewer than --max-sessions-per-client: one network
+    /// never takes every place, and the other half stays open to everyone else. Raise it (to
+    /// --max-sessions) when every sender shares one LAN. A newcomer that finds its network at
+    /// this limit takes the place of the network's session furthest below --min-session-rate,
+    /// if one is below it, so a sender is not locked out by others of its own network that only
+    /// trickle.
+    #[arg(long, value_name = "N")]
+    pub max_sessions_per_network: Option<usize>,
+    /// The rate a session must keep up, measured over its last 16 s, to be sure of its place
+    /// (e.g. 64KiB, per second). When the receiver, or a newcomer's address, network or
+    /// certificate, is at its limit of sessions, the newcomer takes the place of the session
+    /// furthest below this rate; a session at or above it is never ended for a newcomer. The
+    /// default, 64 KiB/s (512 kbit/s), is far below what a sender with a document to send
+    /// moves on any link, and it makes holding the 64 default places cost 4 MiB/s sent without
+    /// pause, instead of a byte now and then. A session that has just started is behind by no
+    /// more than the moment it has had, so sessions that have trickled for longer go first. The
+    /// session ended is told why. 0 turns this off: newcomers are refused at a limit.
+    #[arg(long, default_value = "64KiB", value_parser = parse_size_arg)]
+    pub min_session_rate: u64,
     /// Most memory all connections together may hold in frames being received (e.g. 1GiB).
-    /// Caps the receiver's memory whatever frame lengths senders claim: a channel whose frame does
-    /// not fit waits for memory, and after --idle-timeout its session fails with a message saying
-    /// so. The default fits 64 sessions × 32 channels of 256 KiB frames. Manifests, and the
-    /// records of pieces received, may hold a quarter of this again (one session an eighth of
-    /// that): a document whose manifest does not fit is refused with LIMIT.
+    /// Caps the receiver's memory whatever frame lengths senders claim: a frame holds about what
+    /// has arrived of it, never what it declares, and a channel whose frame does not fit waits
+    /// for memory. While it waits, memory that is held and not used gives way: a channel's
+    /// buffer unused for a second between frames goes back, and a frame that received less than
+    /// a sixteenth of the memory it holds (16 KiB at least) in the last second ends, with its
+    /// session (told why), the one slow longest first; a frame that keeps arriving faster is
+    /// never ended for another, so memory pinned by a slow peer turns over within 16 s. After --idle-timeout a
+    /// channel still waiting fails its session with a message saying so. The default fits 64
+    /// sessions × 32 channels of 256 KiB frames. Manifests, and the records of pieces received,
+    /// may hold a quarter of this again (one session an eighth of that): a document whose
+    /// manifest does not fit is refused with LIMIT.
     #[arg(long, default_value = "512MiB", value_parser = parse_size_arg)]
     pub max_buffer_memory: u64,
     /// Once both listeners are bound, write their addresses to this file as JSON
@@ -175,6 +206,8 @@ pub async fn run(args: &Args) -> Result<()> {
         max_pending: args.max_pending,
         max_pending_per_addr: (args.max_pending / 4).max(1),
         max_sessions_per_client: args.max_sessions_per_client,
+        max_sessions_per_network: args.max_sessions_per_network,
+        min_session_rate: args.min_session_rate,
         max_buffer_bytes: args.max_buffer_memory,
         ..ServeLimits::default()
     };

@@ -1,9 +1,10 @@
 //! Moving frames over a byte stream (TLS or plain TCP): the only place that reads or writes them.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io::IoSlice;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -15,9 +16,10 @@ use tokio::io::{
     AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter, Interest,
 };
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::sync::{Semaphore, TryAcquireError};
+use tokio::sync::{Notify, Semaphore, TryAcquireError};
 
 use crate::lowat::Lowat;
+use crate::progress::{Activity, ACTIVITY_STEP};
 
 pub(crate) type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 pub(crate) type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
@@ -36,12 +38,32 @@ pub const RETAIN_BUFFER: usize = (4 << 20) + (64 << 10);
 /// already come costs a few microseconds per step, against hundreds for copying the step.
 pub const READ_STEP: usize = 512 << 10;
 
-/// Bytes of a frame in progress that count as activity (see [`Activity`]).
-pub(crate) const ACTIVITY_STEP: usize = 16 << 10;
-
-/// A frame's payload buffer grows by at most this much at a time, as its bytes arrive: a header
-/// alone claiming 16 MiB costs at most this much.
+/// A frame's payload buffer grows by at most this much at a time, as its bytes arrive.
 pub const GROW_STEP: usize = 1 << 20;
+
+/// A frame's payload buffer starts at this much (or the frame's length, if less) and doubles
+/// as its bytes arrive, up to [`GROW_STEP`] at a time: a frame reserves about what has arrived
+/// of it, never what it declares, and a header alone claiming 16 MiB costs this much.
+pub const FIRST_STEP: usize = 64 << 10;
+
+/// A frame in progress that has received less than its step ([`frame_step`]: a sixteenth of
+/// the buffer it holds, 16 KiB at least) for this long, and a buffer between frames unused for
+/// this long, give their memory back when another reader waits for it (see [`FrameBudget`]).
+/// So a frame is sure of its memory while others wait only if that memory turns over within
+/// 16 s: a peer cannot hold memory that honest frames need by sending its frames slowly, and
+/// pinning any amount costs it a sixteenth of that amount every second, sent; a frame that
+/// keeps arriving faster is never ended for another.
+pub const FRAME_STALL: Duration = Duration::from_secs(1);
+
+/// What a frame in progress holding a buffer of `held` bytes must receive within each
+/// [`FRAME_STALL`] to be sure of its memory: a sixteenth of it, and at least 16 KiB. An honest 256 KiB frame needs 16 KiB/s; a 4 MiB one, 256 KiB/s.
+pub fn frame_step(held: usize) -> usize {
+    ACTIVITY_STEP.max(held / 16)
+}
+
+/// How often a reader waiting for memory looks again for memory to take back (see
+/// [`FrameBudget`]).
+const ROOM_CHECK: Duration = Duration::from_millis(100);
 
 /// Frame-buffer memory shared by many [`FrameReader`]s: the receiver's global cap on what its
 /// connections may hold in frames being received, whatever their headers claim.
@@ -58,6 +80,14 @@ pub const GROW_STEP: usize = 1 << 20;
 /// new buffer of up to [`RETAIN_BUFFER`] for every connection. A reader or reservation that
 /// finds the budget spent frees the pooled buffers before it waits, so they never make anyone
 /// wait.
+///
+/// Memory held by a peer that does not use it gives way to one that waits (checked every
+/// [`ROOM_CHECK`] while anyone waits): a reader between frames whose buffer has been unused for
+/// [`FRAME_STALL`] gives the buffer back (it grows another for its next frame), and of the
+/// frames in progress that have received less than their [`frame_step`] for [`FRAME_STALL`],
+/// the one slow longest ends, its read failing with [`FrameEvicted`] (a receiver ends its session). Buffers
+/// are asked back first; a frame ends only if memory is still short a check later. A frame that
+/// keeps arriving, and a reader that itself waits for memory, are never chosen.
 #[derive(Debug)]
 pub struct FrameBudget {
     permits: Semaphore,
@@ -70,6 +100,71 @@ pub struct FrameBudget {
     /// are any, a dropped reader's buffer goes back to the budget, not to the pool, so that no
     /// one waits for memory that sits in the pool.
     taking: AtomicUsize,
+    /// Every reader counted in this budget, by a number of its own, for [`FrameBudget::make_room`].
+    holders: std::sync::Mutex<HashMap<u64, Arc<Holder>>>,
+    next_holder: AtomicU64,
+    /// [`FRAME_STALL`], or what a test sets.
+    stall: Duration,
+    /// What [`Holder::last_step_ms`] counts from.
+    epoch: Instant,
+}
+
+/// What a [`FrameBudget`] knows of one reader, to ask it for memory back.
+#[derive(Debug, Default)]
+struct Holder {
+    /// KiB of the budget the reader holds.
+    kib: AtomicU64,
+    /// Milliseconds after the budget's epoch of the reader's last step: a frame begun, another
+    /// [`frame_step`] of one received, a wait for memory ended, a frame completed.
+    last_step_ms: AtomicU64,
+    /// [`IDLE`], [`PARTIAL`] or [`WAITING`].
+    phase: AtomicU8,
+    /// Set when the reader is to give back its unused buffer.
+    give_back: Signal,
+    /// Set when the reader's frame in progress is to end.
+    evict: Signal,
+}
+
+/// Between frames (or in a frame's header): the buffer is not in use.
+const IDLE: u8 = 0;
+/// In a frame's payload.
+const PARTIAL: u8 = 1;
+/// Waiting for the budget.
+const WAITING: u8 = 2;
+
+/// A flag another task waits on.
+#[derive(Debug, Default)]
+struct Signal {
+    set: AtomicBool,
+    notify: Notify,
+}
+
+impl Signal {
+    fn raise(&self) {
+        self.set.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+
+    fn clear(&self) {
+        self.set.store(false, Ordering::Release);
+    }
+
+    /// Completes once the flag is set (at once if it is).
+    async fn wait(&self) {
+        loop {
+            let n = self.notify.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if self.is_set() {
+                return;
+            }
+            n.await;
+        }
+    }
 }
 
 /// Counts one taker in [`FrameBudget::taking`] while it lives.
@@ -97,6 +192,11 @@ pub struct BufferStats {
     pub waits: AtomicU64,
     /// Reads that failed because the budget stayed spent for `max_wait`.
     pub exhausted: AtomicU64,
+    /// Frames in progress ended to make room, having received less than their [`frame_step`]
+    /// for [`FRAME_STALL`] while others waited (see [`FrameBudget`]).
+    pub evicted: AtomicU64,
+    /// Unused buffers given back between frames because others waited.
+    pub given_back: AtomicU64,
 }
 
 impl FrameBudget {
@@ -110,6 +210,91 @@ impl FrameBudget {
             stats,
             pool: std::sync::Mutex::new(Vec::new()),
             taking: AtomicUsize::new(0),
+            holders: std::sync::Mutex::new(HashMap::new()),
+            next_holder: AtomicU64::new(0),
+            stall: FRAME_STALL,
+            epoch: Instant::now(),
+        }
+    }
+
+    /// The same budget, with frames and buffers giving way after `stall` instead of
+    /// [`FRAME_STALL`].
+    pub fn stall_after(mut self, stall: Duration) -> FrameBudget {
+        self.stall = stall;
+        self
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn holders_lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Holder>>> {
+        // Inserts and removes of whole entries: a panic elsewhere cannot leave it inconsistent.
+        self.holders.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn register(&self) -> (u64, Arc<Holder>) {
+        let id = self.next_holder.fetch_add(1, Ordering::Relaxed);
+        let h = Arc::new(Holder::default());
+        h.last_step_ms.store(self.now_ms(), Ordering::Relaxed);
+        self.holders_lock().insert(id, h.clone());
+        (id, h)
+    }
+
+    fn unregister(&self, id: u64) {
+        self.holders_lock().remove(&id);
+    }
+
+    /// Someone waits for memory: ask for what is held and not used back (see [`FrameBudget`]).
+    fn make_room(&self) {
+        let now = self.now_ms();
+        let stall = self.stall.as_millis() as u64;
+        let holders = self.holders_lock();
+        let mut asked = false;
+        let mut victim: Option<(&Arc<Holder>, u64)> = None;
+        for h in holders.values() {
+            if h.kib.load(Ordering::Acquire) == 0 {
+                continue;
+            }
+            let quiet = now.saturating_sub(h.last_step_ms.load(Ordering::Acquire));
+            if quiet < stall {
+                continue;
+            }
+            match h.phase.load(Ordering::Acquire) {
+                IDLE if !h.give_back.is_set() => {
+                    h.give_back.raise();
+                    asked = true;
+                }
+                PARTIAL if !h.evict.is_set() && victim.is_none_or(|(_, q)| quiet > q) => {
+                    victim = Some((h, quiet));
+                }
+                _ => {}
+            }
+        }
+        // Buffers asked back may be enough: a frame ends only if memory is still short then.
+        if let (false, Some((h, _))) = (asked, victim) {
+            h.evict.raise();
+            self.stats.evicted.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Wait for `n` permits until `deadline`, making room every [`ROOM_CHECK`]; `Ok(false)` if
+    /// the deadline passed.
+    async fn acquire_making_room(&self, n: u32, deadline: Instant) -> Result<bool, BudgetError> {
+        self.make_room();
+        let acquire = self.permits.acquire_many(n);
+        tokio::pin!(acquire);
+        loop {
+            let next = (Instant::now() + ROOM_CHECK).min(deadline);
+            match tokio::time::timeout_at(next.into(), &mut acquire).await {
+                Ok(Ok(p)) => {
+                    p.forget();
+                    return Ok(true);
+                }
+                Ok(Err(_)) => return Err(BudgetError::Closed),
+                Err(_) if Instant::now() < deadline => self.make_room(),
+                Err(_) => return Ok(false),
+            }
         }
     }
 
@@ -218,18 +403,14 @@ impl FrameBudget {
         let _taking = self.taking();
         if !self.try_take(n)? {
             self.stats.waits.fetch_add(1, Ordering::Relaxed);
-            match tokio::time::timeout(self.max_wait, self.permits.acquire_many(n)).await {
-                Ok(Ok(p)) => p.forget(),
-                Ok(Err(_)) => return Err(BudgetError::Closed),
-                Err(_) => {
-                    self.stats.exhausted.fetch_add(1, Ordering::Relaxed);
-                    return Err(BufferExhausted {
-                        what: what.to_string(),
-                        waited: since.elapsed(),
-                        limit_bytes: self.limit_bytes(),
-                    }
-                    .into());
+            if !self.acquire_making_room(n, since + self.max_wait).await? {
+                self.stats.exhausted.fetch_add(1, Ordering::Relaxed);
+                return Err(BufferExhausted {
+                    what: what.to_string(),
+                    waited: since.elapsed(),
+                    limit_bytes: self.limit_bytes(),
                 }
+                .into());
             }
         }
         self.took(kib);
@@ -285,13 +466,41 @@ pub struct BufferExhausted {
     pub limit_bytes: u64,
 }
 
-/// Why a [`FrameBudget`] gave no memory. [`BudgetError::Exhausted`] is the one a receiver
-/// tells its sender about; the others are faults of the receiver itself.
+/// A frame in progress was ended to make room for others (see [`FrameBudget`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the receiver needed this session's frame-buffer memory for other connections: {what}, \
+     holding {} KiB, had received less than {} KiB in {:.1} s while they waited for the {} MiB \
+     frame-buffer budget (sieve serve --max-buffer-memory), so it was ended; a frame must keep \
+     arriving (each second a sixteenth of what it holds, 16 KiB at least) for the receiver to \
+     hold its memory: send on a faster link, with smaller frames or with fewer channels",
+    held >> 10,
+    frame_step(*held) >> 10,
+    stalled.as_secs_f64(),
+    limit_bytes >> 20
+)]
+pub struct FrameEvicted {
+    /// What was ended, e.g. "a 16777216-byte Data frame".
+    pub what: String,
+    /// Bytes of buffer it held.
+    pub held: usize,
+    /// How long the frame had gone without receiving its [`frame_step`].
+    pub stalled: Duration,
+    /// The whole frame-buffer budget, in bytes.
+    pub limit_bytes: u64,
+}
+
+/// Why a [`FrameBudget`] gave no memory. [`BudgetError::Exhausted`] and
+/// [`BudgetError::Evicted`] are the ones a receiver tells its sender about; the others are
+/// faults of the receiver itself.
 #[derive(Debug, thiserror::Error)]
 pub enum BudgetError {
     /// The budget stayed spent for its whole wait.
     #[error(transparent)]
     Exhausted(#[from] BufferExhausted),
+    /// The frame in progress gave way to readers that waited.
+    #[error(transparent)]
+    Evicted(#[from] FrameEvicted),
     /// The budget's semaphore was closed (the receiver is going away).
     #[error("the frame-buffer budget was closed")]
     Closed,
@@ -355,48 +564,12 @@ impl BufferExhausted {
     }
 }
 
-/// When any of a group of readers (the channels of one session) last made progress: completed a
-/// frame, or received another [`ACTIVITY_STEP`] bytes of one.
-///
-/// Not every byte: a peer that trickles one byte a second must not hold a session (and its
-/// budgets) forever, so a session must move a whole frame, or 16 KiB of one, within each idle
-/// timeout (a minimum rate, as HTTP servers require of request bodies). A slow honest link
-/// still counts: at 64 KiB/s a frame of several idle timeouts is alive all the way.
-#[derive(Debug, Clone)]
-pub(crate) struct Activity {
-    since: Instant,
-    /// Milliseconds after `since` of the last byte.
-    last_ms: Arc<AtomicU64>,
-}
-
-impl Default for Activity {
-    fn default() -> Self {
-        Activity {
-            since: Instant::now(),
-            last_ms: Arc::new(AtomicU64::new(0)),
-        }
-    }
-}
-
-impl Activity {
-    /// Something happened now.
-    pub fn touch(&self) {
-        let now = self.since.elapsed().as_millis() as u64;
-        self.last_ms.fetch_max(now, Ordering::Relaxed);
-    }
-
-    /// How long since the last byte (or [`Activity::touch`]).
-    pub(crate) fn idle_for(&self) -> Duration {
-        let now = self.since.elapsed().as_millis() as u64;
-        Duration::from_millis(now.saturating_sub(self.last_ms.load(Ordering::Relaxed)))
-    }
-}
-
 /// Reads whole frames; the payload buffer is reused, and never grows past the limit.
 ///
-/// The buffer grows as a frame's bytes arrive (by at most [`GROW_STEP`] at a time), not to the
-/// length its header claims. With a [`FrameBudget`] ([`FrameReader::set_budget`]) every byte of
-/// it is counted there first.
+/// The buffer grows as a frame's bytes arrive (from [`FIRST_STEP`], doubling, by at most
+/// [`GROW_STEP`] at a time), not to the length its header claims. With a [`FrameBudget`]
+/// ([`FrameReader::set_budget`]) every byte of it is counted there first, and the budget may
+/// ask for it back (see [`FrameBudget`]).
 ///
 /// Cancel-safe: [`FrameReader::read`] may be dropped at any await (a timeout, a `select!`) and
 /// called again; bytes of a partly received frame are kept here, never lost, and so is the time
@@ -410,7 +583,11 @@ pub struct FrameReader {
     hdr: [u8; HEADER_LEN],
     hdr_have: usize,
     body_have: usize,
+    /// `body_have` at the frame's last step (see [`frame_step`]).
+    step_at: usize,
     budget: Option<Arc<FrameBudget>>,
+    /// This reader as `budget` knows it, and its number there.
+    holder: Option<(u64, Arc<Holder>)>,
     /// KiB of `budget` held for `buf`.
     held_kib: u64,
     /// Since when this reader has been waiting for `budget`.
@@ -423,6 +600,13 @@ pub struct FrameReader {
     lowat: Option<Lowat>,
 }
 
+/// How a read of the socket under a [`FrameReader`] ended, when the budget may interrupt it.
+enum Interrupted<T> {
+    Read(T),
+    /// The budget asked for the buffer back (between frames) or for the frame to end.
+    Asked,
+}
+
 impl FrameReader {
     /// A reader whose buffers are limited only by `limits` (no [`FrameBudget`]).
     pub fn new(inner: BoxRead, limits: Limits) -> FrameReader {
@@ -433,7 +617,9 @@ impl FrameReader {
             hdr: [0; HEADER_LEN],
             hdr_have: 0,
             body_have: 0,
+            step_at: 0,
             budget: None,
+            holder: None,
             held_kib: 0,
             waiting_since: None,
             waiters: None,
@@ -451,14 +637,15 @@ impl FrameReader {
         self.lowat = Some(Lowat::new(socket, slack, idle));
     }
 
-    /// Touch `activity` whenever a whole frame has arrived (a session's idle check).
+    /// Tell `activity` of every byte read and of every whole frame other than data (a
+    /// session's idle check and its rate, see [`crate::progress`]).
     pub(crate) fn report_activity_to(&mut self, activity: Activity) {
         self.activity = Some(activity);
     }
 
-    fn heard(&self) {
+    fn moved(&self, n: usize) {
         if let Some(a) = &self.activity {
-            a.touch();
+            a.moved(n);
         }
     }
 
@@ -476,7 +663,33 @@ impl FrameReader {
             "set_budget mid-frame"
         );
         self.release_buffer();
+        self.leave_budget();
+        self.holder = Some(budget.register());
         self.budget = Some(budget);
+    }
+
+    fn leave_budget(&mut self) {
+        if let (Some(b), Some((id, _))) = (&self.budget, self.holder.take()) {
+            b.unregister(id);
+        }
+    }
+
+    /// Tell the budget where this reader is (see [`FrameBudget::make_room`]); `step`: it made
+    /// progress now.
+    fn phase(&self, phase: u8, step: bool) {
+        if let (Some(b), Some((_, h))) = (&self.budget, &self.holder) {
+            if step {
+                h.last_step_ms.store(b.now_ms(), Ordering::Release);
+            }
+            h.phase.store(phase, Ordering::Release);
+        }
+    }
+
+    fn set_held(&mut self, kib: u64) {
+        self.held_kib = kib;
+        if let Some((_, h)) = &self.holder {
+            h.kib.store(kib, Ordering::Release);
+        }
     }
 
     /// How long this reader has been waiting for its [`FrameBudget`], if it is waiting.
@@ -531,12 +744,30 @@ impl FrameReader {
                 b.give_back(self.held_kib);
             }
         }
-        self.held_kib = 0;
+        self.set_held(0);
+    }
+
+    /// The budget asked for the unused buffer (see [`FrameBudget`]): give it back, if this
+    /// reader is still between frames (the payload not begun).
+    fn give_back_if_asked(&mut self) {
+        let Some((_, h)) = &self.holder else {
+            return;
+        };
+        if h.give_back.is_set() && self.body_have == 0 {
+            h.give_back.clear();
+            if self.held_kib > 0 {
+                if let Some(b) = &self.budget {
+                    b.stats.given_back.fetch_add(1, Ordering::Relaxed);
+                }
+                self.release_buffer();
+            }
+        }
     }
 
     /// Grow the buffer towards a frame of `len` bytes: a reader without one takes the largest
     /// pooled buffer this frame fills (see [`FrameBudget`]); else to `len` at once if it is at
-    /// most [`GROW_STEP`], or by [`GROW_STEP`]. Waits for the budget if there is one.
+    /// most [`FIRST_STEP`], or doubles (by [`FIRST_STEP`] at least, [`GROW_STEP`] at most).
+    /// Waits for the budget if there is one.
     ///
     /// A pooled buffer is never longer than the frame, so a reader holds no more memory than its
     /// frame needs, as without the pool: a session's share of the budget and the argument that
@@ -546,17 +777,17 @@ impl FrameReader {
         if let (true, Some(b)) = (self.buf.is_empty(), &self.budget) {
             if let Some(pooled) = b.take_pooled(len.div_ceil(1024) * 1024) {
                 // Its memory is counted already.
-                self.held_kib = (pooled.len() / 1024) as u64;
+                self.set_held((pooled.len() / 1024) as u64);
                 self.buf = pooled;
                 self.stop_waiting();
                 return Ok(());
             }
         }
         let cur = self.buf.len();
-        let target = if len <= GROW_STEP {
+        let target = if len <= FIRST_STEP {
             len
         } else {
-            len.min(cur + GROW_STEP)
+            len.min(cur + cur.clamp(FIRST_STEP, GROW_STEP))
         };
         let kib = target.div_ceil(1024) as u64;
         if let Some(b) = self.budget.clone() {
@@ -577,27 +808,22 @@ impl FrameReader {
                         *self.waiting_since.insert(Instant::now())
                     }
                 };
-                let deadline = since + b.max_wait;
-                match tokio::time::timeout_at(deadline.into(), b.permits.acquire_many(need32)).await
-                {
-                    Ok(Ok(p)) => p.forget(),
-                    Ok(Err(_)) => return Err(BudgetError::Closed),
-                    Err(_) => {
-                        b.stats.exhausted.fetch_add(1, Ordering::Relaxed);
-                        self.stop_waiting();
-                        return Err(BufferExhausted::frame(
-                            len,
-                            ty,
-                            since.elapsed(),
-                            b.limit_bytes(),
-                        )
-                        .into());
-                    }
+                self.phase(WAITING, false);
+                let got = b.acquire_making_room(need32, since + b.max_wait).await;
+                // Waiting is not stalling: the wait counts as a step.
+                self.phase(PARTIAL, true);
+                self.step_at = self.body_have;
+                if !got? {
+                    b.stats.exhausted.fetch_add(1, Ordering::Relaxed);
+                    self.stop_waiting();
+                    return Err(
+                        BufferExhausted::frame(len, ty, since.elapsed(), b.limit_bytes()).into(),
+                    );
                 }
             }
             self.stop_waiting();
             b.took(need);
-            self.held_kib += need;
+            self.set_held(self.held_kib + need);
         }
         let new_len = (kib * 1024) as usize;
         self.buf.reserve_exact(new_len - cur);
@@ -623,22 +849,40 @@ impl FrameReader {
             // The last frame was large and is consumed: its memory goes back.
             self.release_buffer();
         }
+        self.give_back_if_asked();
         // Every await below is a single `read` (or a wait for the budget), which either takes
         // bytes or takes none.
         while self.hdr_have < HEADER_LEN {
-            // A header is a few bytes, whatever the frame after it: never a batched wait.
-            let n = read_some(
+            // A header is a few bytes, whatever the frame after it: never a batched wait. Its
+            // wait gives way to the budget asking for the unused buffer.
+            let asked = match (&self.holder, self.held_kib) {
+                (Some((_, h)), kib) if kib > 0 => Some(h.clone()),
+                _ => None,
+            };
+            let read = read_some(
                 &mut self.inner,
                 &mut self.hdr[self.hdr_have..],
                 self.lowat.as_mut(),
                 0,
-            )
-            .await
-            .map_err(|source| ReadError::Io {
-                context: "reading a frame header",
-                source,
-            })?
-            .unwrap_or_default();
+            );
+            let r = match asked {
+                Some(h) => tokio::select! {
+                    biased;
+                    r = read => Interrupted::Read(r),
+                    _ = h.give_back.wait() => Interrupted::Asked,
+                },
+                None => Interrupted::Read(read.await),
+            };
+            let Interrupted::Read(r) = r else {
+                self.give_back_if_asked();
+                continue;
+            };
+            let n = r
+                .map_err(|source| ReadError::Io {
+                    context: "reading a frame header",
+                    source,
+                })?
+                .unwrap_or_default();
             if n == 0 {
                 // A clean close (no byte of a new frame) or a truncated header.
                 if self.hdr_have == 0 {
@@ -647,6 +891,16 @@ impl FrameReader {
                 return Err(ReadError::ClosedInHeader);
             }
             self.hdr_have += n;
+            self.moved(n);
+            if self.hdr_have == HEADER_LEN {
+                // A frame begins: from now on it must keep arriving to keep its memory, and
+                // the buffer is in use (an unanswered request for it lapses).
+                self.phase(PARTIAL, true);
+                self.step_at = 0;
+                if let Some((_, h)) = &self.holder {
+                    h.give_back.clear();
+                }
+            }
         }
         let h = frame::parse_header(&self.hdr, &self.limits)?;
         let len = h.len as usize;
@@ -660,14 +914,25 @@ impl FrameReader {
                 self.grow(len, h.ty).await?;
             }
             let end = len.min(self.buf.len()).min(self.body_have + READ_STEP);
-            let Some(n) = read_some(
+            let evict = self.holder.as_ref().map(|(_, h)| h.clone());
+            let read = read_some(
                 &mut self.inner,
                 &mut self.buf[self.body_have..end],
                 self.lowat.as_mut(),
                 len - self.body_have,
-            )
-            .await
-            .map_err(|source| ReadError::Io {
+            );
+            let r = match &evict {
+                Some(e) => tokio::select! {
+                    biased;
+                    _ = e.evict.wait() => Interrupted::Asked,
+                    r = read => Interrupted::Read(r),
+                },
+                None => Interrupted::Read(read.await),
+            };
+            let Interrupted::Read(r) = r else {
+                return Err(self.evicted(len, h.ty).into());
+            };
+            let Some(n) = r.map_err(|source| ReadError::Io {
                 context: "reading a frame",
                 source,
             })?
@@ -681,16 +946,44 @@ impl FrameReader {
                     len,
                 });
             }
-            if (self.body_have + n) / ACTIVITY_STEP > self.body_have / ACTIVITY_STEP {
-                self.heard();
-            }
             self.body_have += n;
+            if self.body_have >= self.step_at + frame_step(self.buf.len()) {
+                self.phase(PARTIAL, true);
+                self.step_at = self.body_have;
+            }
+            self.moved(n);
             seen(h.ty, len, &self.buf[..self.body_have]);
         }
         self.hdr_have = 0;
         self.body_have = 0;
-        self.heard();
+        self.phase(IDLE, true);
+        if !matches!(h.ty, FrameType::Data | FrameType::ZData) {
+            if let Some(a) = &self.activity {
+                a.touch();
+            }
+        }
         Ok(Some((h.ty, &self.buf[..len])))
+    }
+
+    /// What a frame of `len` bytes that the budget ended is reported as.
+    fn evicted(&self, len: usize, ty: FrameType) -> BudgetError {
+        let (stalled, limit_bytes) = match (&self.budget, &self.holder) {
+            (Some(b), Some((_, h))) => (
+                Duration::from_millis(
+                    b.now_ms()
+                        .saturating_sub(h.last_step_ms.load(Ordering::Acquire)),
+                ),
+                b.limit_bytes(),
+            ),
+            _ => (Duration::ZERO, 0),
+        };
+        FrameEvicted {
+            what: format!("a {len}-byte {} frame", ty.name()),
+            held: self.buf.len(),
+            stalled,
+            limit_bytes,
+        }
+        .into()
     }
 
     /// The next frame as a typed message; end of stream is an error here.
@@ -741,6 +1034,7 @@ impl Drop for FrameReader {
     fn drop(&mut self) {
         self.stop_waiting();
         self.release_buffer();
+        self.leave_budget();
     }
 }
 

@@ -23,6 +23,7 @@ mod lock;
 pub(crate) mod lowat;
 pub mod mac;
 pub mod paths;
+pub(crate) mod progress;
 pub mod receiver;
 pub(crate) mod secured;
 pub mod sender;

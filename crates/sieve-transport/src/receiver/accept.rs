@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use sieve_core::mac::negotiate;
@@ -19,10 +20,15 @@ use crate::lock::lock;
 use crate::mac::PlainMac;
 use crate::token::JoinKey;
 
-use super::admission::Ticket;
+use super::admission::{ClientHold, ClientKey, Ticket};
 use super::limits::{preauth, protocol_memory_share, session_frame_limit, Held};
 use super::session::Session;
 use super::Shared;
+
+/// How long a newcomer waits for the place of a session ended to admit it (see
+/// [`Shared::make_room_for`]): that session only has to wind down, in milliseconds, or a second
+/// at most if its sender does not read.
+const ROOM_WAIT: Duration = Duration::from_secs(3);
 
 /// Bytes of a TLS channel that may sit in the TLS layer, out of the socket but not yet readable:
 /// at most one record in part (16 KiB of plaintext and its overhead), rounded up generously.
@@ -123,30 +129,15 @@ impl Shared {
                     writer.flush().await?;
                     bail!("session refused ({peer}): {why}");
                 }
-                let mut keys = vec![format!("address {}", peer.ip())];
-                keys.extend(client.iter().map(|c| format!("client {c}")));
-                let hold = match self.clients.take(keys) {
-                    Ok(h) => h,
-                    Err(full) => {
-                        let why = format!(
-                            "{full} already has {} sessions with this receiver; wait for one \
-                             to end",
-                            self.cfg.limits.max_sessions_per_client
-                        );
+                let keys = ClientKey::of(peer.ip(), client.as_deref());
+                let (hold, session_permit) = match self.admit(&keys, peer).await {
+                    Ok(admitted) => admitted,
+                    Err(why) => {
                         let m = message::ErrorMsg::new(message::ErrorMsg::LIMIT, why.clone());
                         writer.send(|o| m.encode(o)).await?;
                         writer.flush().await?;
                         bail!("session refused ({peer}): {why}");
                     }
-                };
-                let Ok(session_permit) = self.session_permits.clone().try_acquire_owned() else {
-                    let m = message::ErrorMsg::new(
-                        message::ErrorMsg::LIMIT,
-                        "the receiver is at its session limit; try again later",
-                    );
-                    writer.send(|o| m.encode(o)).await?;
-                    writer.flush().await?;
-                    bail!("session limit reached ({peer})");
                 };
                 let r = self
                     .clone()
@@ -157,7 +148,7 @@ impl Shared {
                         reader,
                         writer,
                         (cipher, peer_cert),
-                        (peer, client),
+                        (peer, client, keys),
                     )
                     .await;
                 drop((session_permit, hold));
@@ -228,6 +219,90 @@ impl Shared {
         writer.flush().await?;
         session.run_channel(Kind::Plain, &mut reader).await;
         Ok(())
+    }
+
+    /// Admit a new session of the client known by `keys` (from `peer`): a place among its
+    /// address's, network's and certificate's sessions, then among the receiver's. Where one is
+    /// full, the session of it furthest behind the minimum rate is ended to make room, if one
+    /// is behind ([`Shared::make_room_for`]); else the newcomer is refused, and told why.
+    async fn admit(
+        &self,
+        keys: &[ClientKey],
+        peer: SocketAddr,
+    ) -> Result<(ClientHold, tokio::sync::OwnedSemaphorePermit), String> {
+        let deadline = Instant::now() + ROOM_WAIT;
+        let hold = self
+            .clients
+            .take_or_make_room(keys, deadline, |full| self.make_room_for(Some(full), peer))
+            .await
+            .map_err(|full| {
+                format!(
+                    "{full} already has {} sessions with this receiver, each moving data; wait \
+                     for one to end",
+                    self.clients.cap(&full)
+                )
+            })?;
+        let full = || "the receiver is at its session limit; try again later".to_string();
+        let permit = match self.session_permits.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) if self.make_room_for(None, peer) => {
+                match tokio::time::timeout_at(
+                    deadline.into(),
+                    self.session_permits.clone().acquire_owned(),
+                )
+                .await
+                {
+                    Ok(Ok(p)) => p,
+                    _ => return Err(full()),
+                }
+            }
+            Err(_) => return Err(full()),
+        };
+        Ok((hold, permit))
+    }
+
+    /// A newcomer from `peer` finds `full` (one of its [`ClientKey`]s, or with `None` the
+    /// receiver itself) at its limit of sessions: end the session of it that is furthest behind
+    /// the minimum rate ([`ServeLimits::min_session_rate`](super::ServeLimits)), if any is
+    /// behind. Whether one was ended (its place comes free once it has wound down).
+    ///
+    /// Only a session that moved less than the minimum rate over the last
+    /// [`CREDIT_WINDOW`](crate::progress::CREDIT_WINDOW) can be ended, so that a newcomer, however
+    /// many there are, never ends one that sends a document at a useful rate. A session that
+    /// has just started is behind by no more than the little time it has had, so a trickling
+    /// session, behind for longer, goes first.
+    pub(super) fn make_room_for(&self, full: Option<&ClientKey>, peer: SocketAddr) -> bool {
+        let Ok(sessions) = lock(&self.sessions, "the receiver's table of sessions") else {
+            return false;
+        };
+        let victim = sessions
+            .values()
+            .filter(|s| full.is_none_or(|k| s.keys.contains(k)) && !s.is_evicted())
+            .map(|s| (s.activity.credit(), s))
+            .filter(|(credit, _)| *credit < 0.0)
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, s)| s.clone());
+        drop(sessions);
+        let Some(victim) = victim else {
+            return false;
+        };
+        let limit = match full {
+            Some(k) => format!("{k}'s limit of {} sessions", self.clients.cap(k)),
+            None => format!("its limit of {} sessions", self.cfg.limits.max_sessions),
+        };
+        let why = format!(
+            "this session was ended to admit another: the receiver is at {limit}, and this \
+             session moved less than {} bytes a second over the last {} s, the least of them \
+             (sieve serve --min-session-rate)",
+            victim.activity.min_rate(),
+            crate::progress::CREDIT_WINDOW.as_secs()
+        );
+        if !victim.evict(why) {
+            return false;
+        }
+        self.stats.sessions_evicted.fetch_add(1, Ordering::Relaxed);
+        info!(session = %victim.hex_id(), peer = %victim.who(), newcomer = %peer, "session ended to admit a newcomer: it moved less than the minimum rate");
+        true
     }
 
     /// Authenticate a JOIN and claim its channel slot.
@@ -308,7 +383,7 @@ impl Shared {
         mut reader: FrameReader,
         mut writer: FrameWriter,
         (cipher, peer_cert): (String, Option<Vec<u8>>),
-        who: (SocketAddr, Option<String>),
+        who: (SocketAddr, Option<String>, Vec<ClientKey>),
     ) -> Result<()> {
         let sm = match ReceiverSession::new(
             hello,
@@ -375,7 +450,7 @@ impl Shared {
             Err(e) => Err(e),
         };
         if result.is_err() {
-            session.tell_out_of_memory().await;
+            session.tell_why_it_ended().await;
         }
         lock(&self.sessions, "the receiver's table of sessions")?.remove(&id);
         // Every unfinished document loses its temporary file now.

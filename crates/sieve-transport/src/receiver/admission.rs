@@ -10,10 +10,15 @@
 //!   first, if that address is at its share) is dropped instead. An honest client finishes its
 //!   handshake and JOIN in milliseconds, so it is never the oldest for long; a slow-loris
 //!   attacker's connections are;
-//! - a client address, and under mutual TLS a client certificate, holds at most a few sessions.
+//! - a client address, and under mutual TLS a client certificate, holds at most a few sessions,
+//!   and the network of an address (its /24, or /64 for IPv6) at most a few addresses' worth;
+//! - a newcomer that finds the receiver (or its address, network or certificate) at its limit
+//!   ends the session that falls furthest behind the minimum rate, if one does
+//!   (`Shared::make_room_for`): sessions that trickle cannot keep an honest sender out, and one
+//!   that moves data at a useful rate is never ended for a newcomer.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
@@ -144,43 +149,129 @@ impl Drop for Ticket {
     }
 }
 
-/// Sessions per client address and per client certificate.
+/// Who a session is counted against: its address, the network around it, and under mutual TLS
+/// its client certificate. Each has a cap of its own ([`Clients`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum ClientKey {
+    /// The peer's address.
+    Address(IpAddr),
+    /// The network of the peer's address: its /24 (IPv4) or /64 (IPv6), the block one
+    /// machine or one site usually has. An IPv6 host may use any of the 2^64 addresses of its
+    /// /64, so a cap by address alone would not hold it.
+    Network(IpAddr),
+    /// The client certificate's identity (its fingerprint, see `secured::client_identity`).
+    Certificate(String),
+}
+
+impl ClientKey {
+    /// The keys of a session from `ip`, with `cert` under mutual TLS.
+    pub(super) fn of(ip: IpAddr, cert: Option<&str>) -> Vec<ClientKey> {
+        let ip = ip.to_canonical();
+        let mut keys = vec![ClientKey::Address(ip), ClientKey::Network(network(ip))];
+        keys.extend(cert.map(|c| ClientKey::Certificate(c.to_string())));
+        keys
+    }
+}
+
+impl std::fmt::Display for ClientKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientKey::Address(ip) => write!(f, "address {ip}"),
+            ClientKey::Network(IpAddr::V4(n)) => write!(f, "network {n}/24"),
+            ClientKey::Network(IpAddr::V6(n)) => write!(f, "network {n}/64"),
+            ClientKey::Certificate(c) => write!(f, "client {c}"),
+        }
+    }
+}
+
+/// The /24 of an IPv4 address, the /64 of an IPv6 one.
+fn network(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(u32::from(a) & 0xffff_ff00)),
+        IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(u128::from(a) & !((1u128 << 64) - 1))),
+    }
+}
+
+/// Sessions per client address, per network and per client certificate.
 pub(super) struct Clients {
-    counts: Mutex<HashMap<String, usize>>,
+    counts: Mutex<HashMap<ClientKey, usize>>,
+    /// Of an address, and of a certificate.
     cap: usize,
+    /// Of a network.
+    network_cap: usize,
+    /// Woken whenever a session gives its hold back.
+    released: Notify,
 }
 
 /// A client's hold on one of its sessions; given back when dropped.
 pub(super) struct ClientHold {
     clients: Arc<Clients>,
-    keys: Vec<String>,
+    keys: Vec<ClientKey>,
 }
 
 impl Clients {
-    pub(super) fn new(cap: usize) -> Arc<Clients> {
+    /// `cap` sessions per address and per certificate, `network_cap` per network.
+    pub(super) fn new(cap: usize, network_cap: usize) -> Arc<Clients> {
         Arc::new(Clients {
             counts: Mutex::new(HashMap::new()),
             cap: cap.max(1),
+            network_cap: network_cap.max(1),
+            released: Notify::new(),
         })
     }
 
-    /// Take a session for the client known by `keys` (its address, and its certificate under
-    /// mutual TLS), or say which key is at its limit.
-    pub(super) fn take(self: &Arc<Self>, keys: Vec<String>) -> Result<ClientHold, String> {
+    /// How many sessions `key` may hold.
+    pub(super) fn cap(&self, key: &ClientKey) -> usize {
+        match key {
+            ClientKey::Network(_) => self.network_cap,
+            _ => self.cap,
+        }
+    }
+
+    /// Take a session for the client known by `keys` (see [`ClientKey::of`]), or say which key
+    /// is at its limit.
+    pub(super) fn take(self: &Arc<Self>, keys: &[ClientKey]) -> Result<ClientHold, ClientKey> {
         let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(full) = keys
             .iter()
-            .find(|k| c.get(*k).copied().unwrap_or(0) >= self.cap)
+            .find(|k| c.get(*k).copied().unwrap_or(0) >= self.cap(k))
         {
             return Err(full.clone());
         }
-        for k in &keys {
+        for k in keys {
             *c.entry(k.clone()).or_default() += 1;
         }
         Ok(ClientHold {
             clients: self.clone(),
-            keys,
+            keys: keys.to_vec(),
         })
+    }
+
+    /// [`Clients::take`], waiting until `deadline` for a hold to be given back whenever a key is
+    /// full and `make_room(key)` (which ends a session of that key, if one may give way) says
+    /// one is on its way.
+    pub(super) async fn take_or_make_room(
+        self: &Arc<Self>,
+        keys: &[ClientKey],
+        deadline: std::time::Instant,
+        make_room: impl Fn(&ClientKey) -> bool,
+    ) -> Result<ClientHold, ClientKey> {
+        loop {
+            let released = self.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            let full = match self.take(keys) {
+                Ok(h) => return Ok(h),
+                Err(full) => full,
+            };
+            if !make_room(&full)
+                || tokio::time::timeout_at(deadline.into(), released)
+                    .await
+                    .is_err()
+            {
+                return Err(full);
+            }
+        }
     }
 }
 
@@ -199,6 +290,8 @@ impl Drop for ClientHold {
                 }
             }
         }
+        drop(c);
+        self.clients.released.notify_waiters();
     }
 }
 
@@ -234,15 +327,36 @@ mod tests {
     }
 
     #[test]
-    fn clients_hold_at_most_their_cap_by_address_or_certificate() {
-        let c = Clients::new(2);
-        let h1 = c.take(vec!["ip 1".into(), "cert a".into()]).unwrap();
-        let _h2 = c.take(vec!["ip 2".into(), "cert a".into()]).unwrap();
+    fn clients_hold_at_most_their_cap_by_address_network_or_certificate() {
+        let c = Clients::new(2, 3);
+        let of = |last, cert: &str| ClientKey::of(ip(last), Some(cert));
+        let h1 = c.take(&of(1, "cert a")).unwrap();
+        let _h2 = c.take(&of(2, "cert a")).unwrap();
         assert_eq!(
-            c.take(vec!["ip 3".into(), "cert a".into()]).err(),
-            Some("cert a".into())
+            c.take(&of(3, "cert a")).err(),
+            Some(ClientKey::Certificate("cert a".into()))
         );
         drop(h1);
-        assert!(c.take(vec!["ip 3".into(), "cert a".into()]).is_ok());
+        let _h3 = c.take(&of(3, "cert a")).unwrap();
+        let _h4 = c.take(&of(4, "cert b")).unwrap();
+        // Three of 127.0.0.0/24 now: a fifth address of it is refused by its network.
+        let full = c.take(&of(5, "cert c")).err();
+        assert_eq!(full, Some(ClientKey::Network(ip(0))));
+        assert_eq!(full.unwrap().to_string(), "network 127.0.0.0/24");
+        assert!(c
+            .take(&ClientKey::of(IpAddr::from([10, 0, 1, 4]), None))
+            .is_ok());
+    }
+
+    #[test]
+    fn networks_are_a_slash_24_or_a_slash_64() {
+        let v6: IpAddr = "2001:db8:1:2:aa:bb:cc:dd".parse().unwrap();
+        let keys = ClientKey::of(v6, None);
+        assert_eq!(keys[1].to_string(), "network 2001:db8:1:2::/64");
+        // An IPv4 peer on a dual-stack socket is the IPv4 address it is.
+        let mapped: IpAddr = "::ffff:192.0.2.77".parse().unwrap();
+        let keys = ClientKey::of(mapped, None);
+        assert_eq!(keys[0].to_string(), "address 192.0.2.77");
+        assert_eq!(keys[1].to_string(), "network 192.0.2.0/24");
     }
 }

@@ -73,7 +73,8 @@ pub struct ServeLimits {
     pub max_sessions: usize,
     /// Largest document accepted, in bytes.
     pub max_doc_bytes: u64,
-    /// A session with no traffic for this long is dropped.
+    /// A session that makes no progress for this long is dropped: progress is 16 KiB moved on
+    /// its channels together, or a frame other than data (see [`crate::progress`]).
     pub idle_timeout: Duration,
     /// Time allowed for a TLS handshake.
     pub handshake_timeout: Duration,
@@ -86,6 +87,15 @@ pub struct ServeLimits {
     pub max_pending_per_addr: usize,
     /// Sessions of one client address (and, under mutual TLS, of one client certificate).
     pub max_sessions_per_client: usize,
+    /// Sessions of one network: an IPv4 /24, an IPv6 /64 (one host may use every address of
+    /// its /64). `None`: [`ServeLimits::sessions_per_network`]'s default.
+    pub max_sessions_per_network: Option<usize>,
+    /// Bytes per second a session must move, measured over the last
+    /// [`CREDIT_WINDOW`](crate::progress::CREDIT_WINDOW), to be sure of its place: a newcomer
+    /// that finds the receiver (or its address, network or certificate) at its limit ends the
+    /// session furthest below this rate, if one is below it, instead of being refused. A
+    /// session at or above it is never ended for a newcomer.
+    pub min_session_rate: u64,
     /// Time allowed for the first frame (HELLO or JOIN) once a connection is open (plain) or
     /// its TLS handshake is done.
     pub join_timeout: Duration,
@@ -117,12 +127,32 @@ impl Default for ServeLimits {
             max_pending: 512,
             max_pending_per_addr: 512 / 4,
             max_sessions_per_client: 16,
+            max_sessions_per_network: None,
+            min_session_rate: DEFAULT_MIN_SESSION_RATE,
             join_timeout: Duration::from_secs(2),
             frame: Limits::default(),
             max_segments: 64_000_000,
             max_open_files: None,
             max_buffer_bytes: DEFAULT_MAX_BUFFER_BYTES,
         }
+    }
+}
+
+/// Default of [`ServeLimits::min_session_rate`]: 64 KiB/s (512 kbit/s). A sender with
+/// anything to send moves far more, even on a slow link; one that stays below it for
+/// [`CREDIT_WINDOW`](crate::progress::CREDIT_WINDOW) is not sending a document but holding a
+/// place, and gives way when someone else needs it. To hold all 64 default places, a peer must
+/// keep 4 MiB/s of frames coming.
+pub const DEFAULT_MIN_SESSION_RATE: u64 = 64 << 10;
+
+impl ServeLimits {
+    /// Sessions one network may hold: [`ServeLimits::max_sessions_per_network`], or by default
+    /// half of `max_sessions` (one network cannot take every place), and no fewer than one
+    /// address may hold.
+    pub fn sessions_per_network(&self) -> usize {
+        self.max_sessions_per_network
+            .unwrap_or((self.max_sessions / 2).max(self.max_sessions_per_client))
+            .max(1)
     }
 }
 

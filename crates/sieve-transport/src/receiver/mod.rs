@@ -48,11 +48,12 @@ mod inflate;
 mod limits;
 mod session;
 
+pub use crate::progress::CREDIT_WINDOW;
 pub(crate) use inflate::decompress_speed_mbps;
 pub(crate) use limits::{protocol_memory_bytes, MIN_BUFFER_BYTES};
 pub use limits::{
-    session_frame_limit, stall_free_buffer_bytes, FdBudget, ServeLimits, MAX_CHANNELS,
-    MAX_OPEN_DOCS, MIN_SESSION_PAYLOAD, SESSION_BUFFER_SHARE,
+    session_frame_limit, stall_free_buffer_bytes, FdBudget, ServeLimits, DEFAULT_MIN_SESSION_RATE,
+    MAX_CHANNELS, MAX_OPEN_DOCS, MIN_SESSION_PAYLOAD, SESSION_BUFFER_SHARE,
 };
 
 /// How a [`Receiver`] is set up: where it listens, its TLS, where documents go and its limits.
@@ -94,6 +95,9 @@ pub struct Stats {
     pub sessions_completed: AtomicU64,
     /// Sessions that ended any other way.
     pub sessions_failed: AtomicU64,
+    /// Of those, sessions ended to admit a newcomer, having moved less than
+    /// [`ServeLimits::min_session_rate`].
+    pub sessions_evicted: AtomicU64,
     /// Documents verified and committed to the output folder.
     pub docs_committed: AtomicU64,
     /// Documents refused or failed (each answered with a non-Ok ACK).
@@ -126,7 +130,7 @@ struct Shared {
     /// Unauthenticated connections of each listener ([`admission`]).
     waiting_tls: Arc<Waiting>,
     waiting_plain: Arc<Waiting>,
-    /// Sessions per client address and certificate.
+    /// Sessions per client address, network and certificate.
     clients: Arc<Clients>,
     acceptor: Acceptor,
     advertise: String,
@@ -204,7 +208,10 @@ impl Receiver {
             session_permits: Arc::new(Semaphore::new(cfg.limits.max_sessions)),
             waiting_tls: Waiting::new(cfg.limits.max_pending, cfg.limits.max_pending_per_addr),
             waiting_plain: Waiting::new(cfg.limits.max_pending, cfg.limits.max_pending_per_addr),
-            clients: Clients::new(cfg.limits.max_sessions_per_client),
+            clients: Clients::new(
+                cfg.limits.max_sessions_per_client,
+                cfg.limits.sessions_per_network(),
+            ),
             protocol_memory: Arc::new(AtomicPool::new(protocol_memory_bytes(&cfg.limits))),
             stats,
             buffers,

@@ -20,10 +20,12 @@ use sieve_core::Kind;
 use tokio::sync::{watch, Notify};
 use tracing::{info, warn};
 
-use crate::conn::{Activity, BudgetError, BufferExhausted, FrameReader, FrameWriter, ReadError};
+use crate::conn::{BudgetError, BufferExhausted, FrameReader, FrameWriter, ReadError};
 use crate::mac::{FrameTagger, PlainMac};
+use crate::progress::Activity;
 use crate::token::JoinKey;
 
+use super::admission::ClientKey;
 use super::arriving::Arriving;
 use super::files::{commit_failure, Files};
 use super::inflate::Inflate;
@@ -41,6 +43,10 @@ pub(super) struct Session {
     /// TLS. Every log line of the session names them.
     pub(super) peer: SocketAddr,
     pub(super) client: Option<String>,
+    /// What it is counted against: its address, network and certificate.
+    pub(super) keys: Vec<ClientKey>,
+    /// Set when the session was ended to admit a newcomer: what its sender is told.
+    evicted: Mutex<Option<String>>,
     /// The protocol: every event goes through it, under this lock, and nothing else decides.
     sm: Arc<Mutex<ReceiverSession>>,
     /// Woken when a manifest arrives (frames of a document may overtake its manifest).
@@ -51,12 +57,14 @@ pub(super) struct Session {
     pub(super) abort_tx: watch::Sender<bool>,
     /// Why the session was aborted (the first reason given).
     abort_why: Mutex<Option<String>>,
-    /// Set when a channel gave up waiting for frame-buffer memory: what the sender is told.
+    /// Set when a channel gave up waiting for frame-buffer memory, or its frame gave way to
+    /// others that waited: what the sender is told.
     out_of_memory: Mutex<Option<String>>,
     /// Channels of this session waiting for frame-buffer memory now.
     memory_waiters: Arc<AtomicU64>,
-    /// When a channel of this session last completed a frame (its readers report to it).
-    activity: Activity,
+    /// What the channels of this session move (its readers report to it): its idle check, and
+    /// its rate when a newcomer needs its place.
+    pub(super) activity: Activity,
     pub(super) started: Instant,
     /// Frame limit of every channel of this session ([`super::session_frame_limit`]).
     pub(super) frame: Limits,
@@ -70,10 +78,11 @@ impl Session {
         (key, mac): (JoinKey, PlainMac),
         (shared, store): (Arc<Shared>, Option<Store>),
         writer: FrameWriter,
-        (peer, client): (SocketAddr, Option<String>),
+        (peer, client, keys): (SocketAddr, Option<String>, Vec<ClientKey>),
         frame: Limits,
     ) -> Session {
         let (abort_tx, _) = watch::channel(false);
+        let activity = Activity::new(shared.cfg.limits.min_session_rate);
         Session {
             id,
             key,
@@ -82,6 +91,8 @@ impl Session {
             shared,
             peer,
             client,
+            keys,
+            evicted: Mutex::new(None),
             sm: Arc::new(Mutex::new(sm)),
             manifests: Notify::new(),
             ctl: tokio::sync::Mutex::new(writer),
@@ -89,7 +100,7 @@ impl Session {
             abort_why: Mutex::new(None),
             out_of_memory: Mutex::new(None),
             memory_waiters: Arc::new(AtomicU64::new(0)),
-            activity: Activity::default(),
+            activity,
             started: Instant::now(),
             frame,
         }
@@ -120,7 +131,8 @@ impl Session {
     }
 
     /// Make `reader` a channel of this session: the session's frame limit, its count of channels
-    /// waiting for memory, and its activity (every frame read counts against the idle timeout).
+    /// waiting for memory, and its activity (what it reads counts against the idle timeout and
+    /// for the session's rate).
     pub(super) fn attach(&self, reader: &mut FrameReader) {
         reader.set_limits(self.frame);
         reader.count_waits_in(self.memory_waiters.clone());
@@ -497,6 +509,24 @@ impl Session {
         }
     }
 
+    /// End the session to admit a newcomer (see [`Shared::make_room_for`]); `why` is what its
+    /// sender is told. `false` if it was already being ended so.
+    pub(super) fn evict(&self, why: String) -> bool {
+        {
+            let mut e = self.evicted.lock().unwrap_or_else(|p| p.into_inner());
+            if e.is_some() {
+                return false;
+            }
+            *e = Some(why.clone());
+        }
+        self.abort(&why);
+        true
+    }
+
+    pub(super) fn is_evicted(&self) -> bool {
+        self.evicted.lock().map(|e| e.is_some()).unwrap_or(true)
+    }
+
     pub(super) fn abort(&self, why: &str) {
         if !*self.abort_tx.borrow() {
             if let Ok(mut w) = self.abort_why.lock() {
@@ -544,9 +574,10 @@ impl Session {
             .unwrap_or_else(|| "a data channel failed".into())
     }
 
-    /// A channel of this session gave up waiting for frame-buffer memory: the first such
-    /// reason is what the sender will be told ([`Session::tell_out_of_memory`]).
-    fn ran_out_of_memory(&self, e: BufferExhausted) -> anyhow::Error {
+    /// A channel of this session gave up waiting for frame-buffer memory, or its frame gave
+    /// way to others that waited: the first such reason is what the sender will be told
+    /// ([`Session::tell_why_it_ended`]).
+    fn ran_out_of_memory(&self, e: impl Into<anyhow::Error> + std::fmt::Display) -> anyhow::Error {
         if let Ok(mut o) = self.out_of_memory.lock() {
             o.get_or_insert_with(|| e.to_string());
         }
@@ -561,26 +592,34 @@ impl Session {
         }
     }
 
-    /// The frame-buffer budget gave a channel no memory: noted if it stayed spent, then reported
-    /// like any failure.
+    /// The frame-buffer budget gave a channel no memory, or ended its frame: noted to tell the
+    /// sender, then reported like any failure.
     fn budget_failed(&self, e: BudgetError) -> anyhow::Error {
         match e {
             BudgetError::Exhausted(m) => self.ran_out_of_memory(m),
+            BudgetError::Evicted(m) => self.ran_out_of_memory(m),
             other => other.into(),
         }
     }
 
     /// A session that failed for lack of frame-buffer memory (any of its channels, see
-    /// [`Session::ran_out_of_memory`]) tells its sender why (an ERROR with code LIMIT on channel
-    /// 0), within a second: its sender may not be reading.
-    pub(super) async fn tell_out_of_memory(&self) {
-        let Some(why) = self.out_of_memory.lock().ok().and_then(|o| o.clone()) else {
-            return;
+    /// [`Session::ran_out_of_memory`]), or was ended to admit a newcomer, tells its sender why
+    /// (an ERROR with code LIMIT on channel 0), within a second: its sender may not be reading.
+    pub(super) async fn tell_why_it_ended(&self) {
+        let evicted = self.evicted.lock().ok().and_then(|e| e.clone());
+        let why = match self.out_of_memory.lock().ok().and_then(|o| o.clone()) {
+            Some(why) => {
+                self.shared
+                    .stats
+                    .buffer_refusals
+                    .fetch_add(1, Ordering::Relaxed);
+                why
+            }
+            None => match evicted {
+                Some(why) => why,
+                None => return,
+            },
         };
-        self.shared
-            .stats
-            .buffer_refusals
-            .fetch_add(1, Ordering::Relaxed);
         let m = message::ErrorMsg::new(message::ErrorMsg::LIMIT, why);
         let _ = tokio::time::timeout(Duration::from_secs(1), async {
             let mut w = self.ctl.lock().await;
