@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::IoSlice;
+use std::net::IpAddr;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -87,7 +88,19 @@ const ROOM_CHECK: Duration = Duration::from_millis(100);
 /// frames in progress that have received less than their [`frame_step`] for [`FRAME_STALL`],
 /// the one slow longest ends, its read failing with [`FrameEvicted`] (a receiver ends its session). Buffers
 /// are asked back first; a frame ends only if memory is still short a check later. A frame that
-/// keeps arriving, and a reader that itself waits for memory, are never chosen.
+/// keeps arriving, and a reader that itself waits for memory, are never chosen by that rule.
+///
+/// Frames that wait for memory hold it too, and a peer that sends enough of its frames for all
+/// of them to wait at once is never slow. So each network (a reader's network is given by
+/// [`FrameReader::set_budget_shared`]: its peer's /24 or /64) has a share of the budget: the
+/// budget over the networks holding memory or waiting for it, the waiter's own counted. While
+/// a reader waits whose network holds less than its share, every other network holding more
+/// gives way at once: its waiting frames end, its unused buffers are asked back, and its frames
+/// in progress end, largest first, until what it holds is within its share; their reads fail
+/// with [`FrameOverShare`]. A network is never made to give way to its own readers, nor to a
+/// reader without a network: one honest sender alone, however many channels it has, waits for
+/// its own memory as before, and two networks cannot end each other's frames at once (only the
+/// one above its share gives way, to one below it).
 #[derive(Debug)]
 pub struct FrameBudget {
     permits: Semaphore,
@@ -123,6 +136,11 @@ struct Holder {
     give_back: Signal,
     /// Set when the reader's frame in progress is to end.
     evict: Signal,
+    /// The reader's network (see [`FrameReader::set_budget_shared`]), if it has one.
+    network: Option<IpAddr>,
+    /// Set with [`Holder::evict`] when the frame ends because its network held more than its
+    /// share: what the network held and its share then, in KiB, and the networks counted.
+    over_share: std::sync::Mutex<Option<(u64, u64, usize)>>,
 }
 
 /// Between frames (or in a frame's header): the buffer is not in use.
@@ -197,6 +215,11 @@ pub struct BufferStats {
     pub evicted: AtomicU64,
     /// Unused buffers given back between frames because others waited.
     pub given_back: AtomicU64,
+    /// Readers waiting for memory now.
+    pub waiting: AtomicU64,
+    /// Frames ended because their network held more than its share of the budget while a
+    /// reader of another network waited (see [`FrameBudget`]).
+    pub over_share: AtomicU64,
 }
 
 impl FrameBudget {
@@ -233,9 +256,12 @@ impl FrameBudget {
         self.holders.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn register(&self) -> (u64, Arc<Holder>) {
+    fn register(&self, network: Option<IpAddr>) -> (u64, Arc<Holder>) {
         let id = self.next_holder.fetch_add(1, Ordering::Relaxed);
-        let h = Arc::new(Holder::default());
+        let h = Arc::new(Holder {
+            network,
+            ..Holder::default()
+        });
         h.last_step_ms.store(self.now_ms(), Ordering::Relaxed);
         self.holders_lock().insert(id, h.clone());
         (id, h)
@@ -245,11 +271,15 @@ impl FrameBudget {
         self.holders_lock().remove(&id);
     }
 
-    /// Someone waits for memory: ask for what is held and not used back (see [`FrameBudget`]).
-    fn make_room(&self) {
+    /// Someone of `network` waits for memory: ask for what is held and not used back, and for
+    /// what other networks hold beyond their share (see [`FrameBudget`]).
+    fn make_room(&self, network: Option<IpAddr>) {
         let now = self.now_ms();
         let stall = self.stall.as_millis() as u64;
         let holders = self.holders_lock();
+        if let Some(w) = network {
+            self.trim_shares(&holders, w);
+        }
         let mut asked = false;
         let mut victim: Option<(&Arc<Holder>, u64)> = None;
         for h in holders.values() {
@@ -278,10 +308,79 @@ impl FrameBudget {
         }
     }
 
+    /// A reader of `waiter`'s network waits: if that network holds less than its share, every
+    /// other network holding more than its share gives way (see [`FrameBudget`]).
+    fn trim_shares(&self, holders: &HashMap<u64, Arc<Holder>>, waiter: IpAddr) {
+        // What each network holds, and will still hold once what it was asked for comes back.
+        let mut held: HashMap<IpAddr, (u64, u64)> = HashMap::new();
+        held.insert(waiter, (0, 0));
+        for h in holders.values() {
+            let Some(n) = h.network else { continue };
+            let kib = h.kib.load(Ordering::Acquire);
+            if kib == 0 && h.phase.load(Ordering::Acquire) != WAITING {
+                // A connection that holds nothing and asks for nothing has no share.
+                continue;
+            }
+            let e = held.entry(n).or_default();
+            e.0 += kib;
+            if !h.evict.is_set() {
+                e.1 += kib;
+            }
+        }
+        let networks = held.len();
+        let share = self.limit_kib / networks as u64;
+        if networks < 2 || held[&waiter].0 >= share {
+            return;
+        }
+        for (net, (total, mut keeps)) in held {
+            if net == waiter || keeps <= share {
+                continue;
+            }
+            let mut frames: Vec<&Arc<Holder>> = holders
+                .values()
+                .filter(|h| h.network == Some(net) && !h.evict.is_set())
+                .filter(|h| {
+                    h.kib.load(Ordering::Acquire) > 0 || h.phase.load(Ordering::Acquire) == WAITING
+                })
+                .collect();
+            // Waiting frames first (they would take more), then the largest.
+            frames.sort_by_key(|h| {
+                let waiting = h.phase.load(Ordering::Acquire) == WAITING;
+                (!waiting, std::cmp::Reverse(h.kib.load(Ordering::Acquire)))
+            });
+            for h in frames {
+                let kib = h.kib.load(Ordering::Acquire);
+                match h.phase.load(Ordering::Acquire) {
+                    WAITING => {}
+                    _ if keeps <= share => break,
+                    IDLE => {
+                        if !h.give_back.is_set() {
+                            h.give_back.raise();
+                        }
+                        keeps = keeps.saturating_sub(kib);
+                        continue;
+                    }
+                    _ => {}
+                }
+                if let Ok(mut o) = h.over_share.lock() {
+                    *o = Some((total, share, networks));
+                }
+                h.evict.raise();
+                self.stats.over_share.fetch_add(1, Ordering::Relaxed);
+                keeps = keeps.saturating_sub(kib);
+            }
+        }
+    }
+
     /// Wait for `n` permits until `deadline`, making room every [`ROOM_CHECK`]; `Ok(false)` if
     /// the deadline passed.
-    async fn acquire_making_room(&self, n: u32, deadline: Instant) -> Result<bool, BudgetError> {
-        self.make_room();
+    async fn acquire_making_room(
+        &self,
+        n: u32,
+        deadline: Instant,
+        network: Option<IpAddr>,
+    ) -> Result<bool, BudgetError> {
+        self.make_room(network);
         let acquire = self.permits.acquire_many(n);
         tokio::pin!(acquire);
         loop {
@@ -292,7 +391,7 @@ impl FrameBudget {
                     return Ok(true);
                 }
                 Ok(Err(_)) => return Err(BudgetError::Closed),
-                Err(_) if Instant::now() < deadline => self.make_room(),
+                Err(_) if Instant::now() < deadline => self.make_room(network),
                 Err(_) => return Ok(false),
             }
         }
@@ -403,7 +502,10 @@ impl FrameBudget {
         let _taking = self.taking();
         if !self.try_take(n)? {
             self.stats.waits.fetch_add(1, Ordering::Relaxed);
-            if !self.acquire_making_room(n, since + self.max_wait).await? {
+            if !self
+                .acquire_making_room(n, since + self.max_wait, None)
+                .await?
+            {
                 self.stats.exhausted.fetch_add(1, Ordering::Relaxed);
                 return Err(BufferExhausted {
                     what: what.to_string(),
@@ -490,6 +592,36 @@ pub struct FrameEvicted {
     pub limit_bytes: u64,
 }
 
+/// A frame (in progress, or waiting for memory) was ended because its network held more than
+/// its share of the budget while a reader of another network waited (see [`FrameBudget`]).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the receiver needed frame-buffer memory for another network's connections: {what}, \
+     holding {} KiB, was ended because its network held {} MiB of the {} MiB frame-buffer \
+     budget (sieve serve --max-buffer-memory), more than its share ({} MiB, the budget over \
+     the {networks} networks using it), while a connection of another network waited; send \
+     with fewer sessions, channels or smaller frames, or raise --max-buffer-memory on the \
+     receiver",
+    held >> 10,
+    network_bytes >> 20,
+    limit_bytes >> 20,
+    share_bytes >> 20
+)]
+pub struct FrameOverShare {
+    /// What was ended, e.g. "a 16777216-byte Data frame".
+    pub what: String,
+    /// Bytes of buffer it held.
+    pub held: usize,
+    /// Bytes its network held.
+    pub network_bytes: u64,
+    /// The network's share, in bytes.
+    pub share_bytes: u64,
+    /// Networks the budget was shared among.
+    pub networks: usize,
+    /// The whole frame-buffer budget, in bytes.
+    pub limit_bytes: u64,
+}
+
 /// Why a [`FrameBudget`] gave no memory. [`BudgetError::Exhausted`] and
 /// [`BudgetError::Evicted`] are the ones a receiver tells its sender about; the others are
 /// faults of the receiver itself.
@@ -501,6 +633,9 @@ pub enum BudgetError {
     /// The frame in progress gave way to readers that waited.
     #[error(transparent)]
     Evicted(#[from] FrameEvicted),
+    /// The frame's network held more than its share while another network waited.
+    #[error(transparent)]
+    OverShare(#[from] FrameOverShare),
     /// The budget's semaphore was closed (the receiver is going away).
     #[error("the frame-buffer budget was closed")]
     Closed,
@@ -658,13 +793,23 @@ impl FrameReader {
     /// Count this reader's buffers in `budget` from the next frame on (call it between frames,
     /// e.g. once the peer is authenticated). The buffer held so far is given back first.
     pub fn set_budget(&mut self, budget: Arc<FrameBudget>) {
+        self.join_budget(budget, None);
+    }
+
+    /// [`FrameReader::set_budget`] for a reader whose peer is of `network` (its /24 or /64):
+    /// the reader's memory counts in that network's share of the budget (see [`FrameBudget`]).
+    pub fn set_budget_shared(&mut self, budget: Arc<FrameBudget>, network: IpAddr) {
+        self.join_budget(budget, Some(network));
+    }
+
+    fn join_budget(&mut self, budget: Arc<FrameBudget>, network: Option<IpAddr>) {
         debug_assert!(
             self.hdr_have == 0 && self.body_have == 0,
             "set_budget mid-frame"
         );
         self.release_buffer();
         self.leave_budget();
-        self.holder = Some(budget.register());
+        self.holder = Some(budget.register(network));
         self.budget = Some(budget);
     }
 
@@ -728,6 +873,9 @@ impl FrameReader {
         if self.waiting_since.take().is_some() {
             if let Some(c) = &self.waiters {
                 c.fetch_sub(1, Ordering::AcqRel);
+            }
+            if let Some(b) = &self.budget {
+                b.stats.waiting.fetch_sub(1, Ordering::AcqRel);
             }
         }
     }
@@ -802,6 +950,7 @@ impl FrameReader {
                     Some(t) => t,
                     None => {
                         b.stats.waits.fetch_add(1, Ordering::Relaxed);
+                        b.stats.waiting.fetch_add(1, Ordering::AcqRel);
                         if let Some(c) = &self.waiters {
                             c.fetch_add(1, Ordering::AcqRel);
                         }
@@ -809,7 +958,20 @@ impl FrameReader {
                     }
                 };
                 self.phase(WAITING, false);
-                let got = b.acquire_making_room(need32, since + b.max_wait).await;
+                let network = self.holder.as_ref().and_then(|(_, h)| h.network);
+                let acquire = b.acquire_making_room(need32, since + b.max_wait, network);
+                // A waiting frame ends only for its network's share (see [`FrameBudget`]).
+                let got = match self.holder.as_ref().map(|(_, h)| h.clone()) {
+                    Some(h) => tokio::select! {
+                        biased;
+                        _ = h.evict.wait() => {
+                            self.stop_waiting();
+                            return Err(self.evicted(len, ty));
+                        }
+                        r = acquire => r,
+                    },
+                    None => acquire.await,
+                };
                 // Waiting is not stalling: the wait counts as a step.
                 self.phase(PARTIAL, true);
                 self.step_at = self.body_have;
@@ -957,6 +1119,14 @@ impl FrameReader {
         self.hdr_have = 0;
         self.body_have = 0;
         self.phase(IDLE, true);
+        if let Some((_, h)) = &self.holder {
+            // The frame came whole before it was ended: nothing is held for it any more, and
+            // the next frame starts afresh.
+            h.evict.clear();
+            if let Ok(mut o) = h.over_share.lock() {
+                *o = None;
+            }
+        }
         if !matches!(h.ty, FrameType::Data | FrameType::ZData) {
             if let Some(a) = &self.activity {
                 a.touch();
@@ -967,6 +1137,20 @@ impl FrameReader {
 
     /// What a frame of `len` bytes that the budget ended is reported as.
     fn evicted(&self, len: usize, ty: FrameType) -> BudgetError {
+        if let (Some(b), Some((_, h))) = (&self.budget, &self.holder) {
+            let over = h.over_share.lock().ok().and_then(|o| *o);
+            if let Some((network_kib, share_kib, networks)) = over {
+                return FrameOverShare {
+                    what: format!("a {len}-byte {} frame", ty.name()),
+                    held: self.buf.len(),
+                    network_bytes: network_kib * 1024,
+                    share_bytes: share_kib * 1024,
+                    networks,
+                    limit_bytes: b.limit_bytes(),
+                }
+                .into();
+            }
+        }
         let (stalled, limit_bytes) = match (&self.budget, &self.holder) {
             (Some(b), Some((_, h))) => (
                 Duration::from_millis(

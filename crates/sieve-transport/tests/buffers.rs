@@ -801,3 +801,109 @@ async fn stalled_frames_and_idle_buffers_give_way_to_a_waiting_reader() {
     feeding.abort();
     c_read.abort();
 }
+
+/// Frames that wait for memory are never slow, so they give way by their network's share
+/// (`FrameBudget`): network A's two frames hold the whole budget and both wait to grow. A
+/// reader of A itself waits as before (a network never gives way to its own readers); a reader
+/// of network B ends A's frames (`FrameOverShare`) and reads its frame.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_over_its_share_gives_way_to_another_network() {
+    let stats = Arc::new(BufferStats::default());
+    // Slow frames never give way here: only the share is tested.
+    let budget = Arc::new(
+        FrameBudget::new(2 * MIB, Duration::from_secs(20), stats.clone())
+            .stall_after(Duration::from_secs(60)),
+    );
+    let (net_a, net_b): (std::net::IpAddr, std::net::IpAddr) =
+        ("10.0.0.0".parse().unwrap(), "10.0.1.0".parse().unwrap());
+    let reader = |budget: &Arc<FrameBudget>, net| {
+        let (w, r) = tokio::io::duplex(4 << 20);
+        let mut reader = FrameReader::new(Box::new(r), Limits::default());
+        reader.set_budget_shared(budget.clone(), net);
+        (w, reader)
+    };
+    let frame = |n: usize| {
+        let mut f = data_header(n as u32).to_vec();
+        f.extend((0..n).map(|i| (i % 251) as u8));
+        f
+    };
+    let read = |mut r: FrameReader| {
+        tokio::spawn(async move {
+            let got = r.read().await.map(|f| f.map(|(_, p)| p.len()));
+            (got.map_err(|e| format!("{e:#}")), r)
+        })
+    };
+
+    // A1, then A2: 1 MiB less 1 KiB of a 2 MiB frame each, a 1 MiB buffer each; then 100 KiB
+    // more each, and both wait for a second MiB.
+    let big = frame(2 << 20);
+    let head = frame::HEADER_LEN;
+    let (mut wa1, a1) = reader(&budget, net_a);
+    wa1.write_all(&big[..head + (1 << 20) - 1024])
+        .await
+        .unwrap();
+    let a1 = read(a1);
+    wait_for("A1 to hold 1 MiB", Duration::from_secs(5), || {
+        stats.bytes.load(Ordering::Relaxed) == MIB
+    })
+    .await;
+    let (mut wa2, a2) = reader(&budget, net_a);
+    wa2.write_all(&big[..head + (1 << 20) - 1024])
+        .await
+        .unwrap();
+    let a2 = read(a2);
+    wait_for("A2 to hold 1 MiB", Duration::from_secs(5), || {
+        stats.bytes.load(Ordering::Relaxed) == 2 * MIB
+    })
+    .await;
+    let more = head + (1 << 20) - 1024..head + (1 << 20) + (100 << 10);
+    wa1.write_all(&big[more.clone()]).await.unwrap();
+    wa2.write_all(&big[more]).await.unwrap();
+    wait_for("A's frames to wait", Duration::from_secs(5), || {
+        stats.waiting.load(Ordering::Relaxed) == 2
+    })
+    .await;
+
+    // C, of A's network, waits: A's frames are its network's own problem, and do not end.
+    let (mut wc, mut c) = reader(&budget, net_a);
+    wc.write_all(&frame(100_000)).await.unwrap();
+    let waited = tokio::time::timeout(Duration::from_secs(1), c.read()).await;
+    assert!(
+        waited.is_err(),
+        "C read past a budget held by its own network"
+    );
+    assert!(c.waiting_for_memory().is_some());
+    assert_eq!(stats.over_share.load(Ordering::Relaxed), 0);
+    assert!(!a1.is_finished() && !a2.is_finished(), "A's frames ended");
+    drop(c);
+
+    // B, of another network, needs memory: A holds all of it, more than its half, and its
+    // waiting frames end; B reads its frame.
+    let (mut wb, b) = reader(&budget, net_b);
+    wb.write_all(&frame(500_000)).await.unwrap();
+    let t = Instant::now();
+    let b = read(b);
+    for a in [a1, a2] {
+        let (got, _a) = tokio::time::timeout(Duration::from_secs(5), a)
+            .await
+            .expect("a frame over its network's share never gave way")
+            .unwrap();
+        let why = got.expect_err("a frame over its network's share was read");
+        assert!(
+            why.contains("more than its share (1 MiB, the budget over the 2 networks"),
+            "{why}"
+        );
+    }
+    let (got, _b) = tokio::time::timeout(Duration::from_secs(5), b)
+        .await
+        .expect("B never got memory")
+        .unwrap();
+    assert_eq!(got, Ok(Some(500_000)));
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "B waited {:?}",
+        t.elapsed()
+    );
+    assert_eq!(stats.over_share.load(Ordering::Relaxed), 2);
+    assert_eq!(stats.evicted.load(Ordering::Relaxed), 0);
+}

@@ -20,7 +20,7 @@ use crate::lock::lock;
 use crate::mac::PlainMac;
 use crate::token::JoinKey;
 
-use super::admission::{ClientHold, ClientKey, Ticket};
+use super::admission::{network, ClientHold, ClientKey, Ticket};
 use super::limits::{preauth, protocol_memory_share, session_frame_limit, Held};
 use super::session::Session;
 use super::Shared;
@@ -102,7 +102,7 @@ impl Shared {
                 .await
                 .map_err(|_| anyhow!("no HELLO or JOIN within {:?}", limits.join_timeout))??;
             reader.set_limits(limits.frame);
-            reader.set_budget(self.buffers.clone());
+            reader.set_budget_shared(self.buffers.clone(), network(peer.ip().to_canonical()));
             anyhow::Ok((reader, w, first, id, (km, cipher), (client, peer_cert)))
         };
         let hs = tokio::select! {
@@ -213,7 +213,7 @@ impl Shared {
         let session = self.find_session(&join)?;
         drop(ticket);
         session.attach(&mut reader);
-        reader.set_budget(self.buffers.clone());
+        reader.set_budget_shared(self.buffers.clone(), network(peer.ip().to_canonical()));
         let mut writer = FrameWriter::new(Box::new(w));
         writer.send(|o| JoinOk {}.encode(o)).await?;
         writer.flush().await?;

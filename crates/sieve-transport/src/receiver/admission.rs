@@ -185,7 +185,7 @@ impl std::fmt::Display for ClientKey {
 }
 
 /// The /24 of an IPv4 address, the /64 of an IPv6 one.
-fn network(ip: IpAddr) -> IpAddr {
+pub(super) fn network(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(u32::from(a) & 0xffff_ff00)),
         IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(u128::from(a) & !((1u128 << 64) - 1))),

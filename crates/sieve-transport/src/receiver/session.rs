@@ -598,6 +598,7 @@ impl Session {
         match e {
             BudgetError::Exhausted(m) => self.ran_out_of_memory(m),
             BudgetError::Evicted(m) => self.ran_out_of_memory(m),
+            BudgetError::OverShare(m) => self.ran_out_of_memory(m),
             other => other.into(),
         }
     }
