@@ -34,6 +34,13 @@ pub struct Args {
     /// or read each other's files by name.
     #[arg(long, requires = "client_ca")]
     pub per_client_dirs: bool,
+    /// Refuse names Windows cannot hold, for a folder shared with Windows: device names (CON,
+    /// PRN, AUX, NUL, COM0-9, LPT0-9, in any case and with any extension: aux.txt is AUX), the
+    /// characters < > : " | ? *, and components ending in a dot or a space. Names with control
+    /// or Unicode format characters (bidirectional controls such as U+202E, zero-width
+    /// characters) are refused always.
+    #[arg(long)]
+    pub portable_names: bool,
     /// Server certificate chain (PEM), e.g. from `sieve certs`.
     #[arg(long)]
     pub cert: PathBuf,
@@ -192,6 +199,7 @@ pub async fn run(args: &Args) -> Result<()> {
             overwrite: args.overwrite,
             file_mode: args.file_mode,
             per_client_dirs: args.per_client_dirs,
+            portable_names: args.portable_names,
         },
         macs: mac_preference(&args.mac)?,
         accept_compression: args.accept_compression,
