@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use sieve_core::mac::{MacAlg, MacPreference};
 use sieve_core::message::CompressFlags;
+use sieve_core::receiver::InflateLimit;
 use sieve_transport::calibrate::Calibration;
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits};
 use sieve_transport::store::{self, StoreOptions};
@@ -105,6 +106,21 @@ pub struct Args {
     /// that): a document whose manifest does not fit is refused with LIMIT.
     #[arg(long, default_value = "512MiB", value_parser = parse_size_arg)]
     pub max_buffer_memory: u64,
+    /// Compressed frames of a document not yet verified may decompress to at most N times the
+    /// bytes they took on the wire (0: no bound). Past that, and past --compression-allowance,
+    /// the document is refused with LIMIT before the frame is decompressed: a document's digest
+    /// is checked only at its end, and without a bound a few kilobytes of zstd frames of zeros
+    /// would fill gigabytes of temporary files first. Logs measured compress 3 to 12 to 1, the
+    /// most repetitive (health checks differing only in their timestamps, zstd 19) about 120 to
+    /// 1; data of one repeated byte or line, thousands to one, passes within the allowance, or
+    /// with N raised, or sent with --compress off.
+    #[arg(long, value_name = "N", default_value_t = InflateLimit::DEFAULT_RATIO)]
+    pub max_compression_ratio: u32,
+    /// Bytes beyond --max-compression-ratio that the unverified documents of one session may
+    /// hold together (a small file of zeros, a run of zeros inside a log). Each session has its
+    /// own; a document gives its share back once verified.
+    #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = parse_size_arg)]
+    pub compression_allowance: u64,
     /// Once both listeners are bound, write their addresses to this file as JSON
     /// (`{"tls": "ADDR", "plain": "ADDR", "pid": N}`), atomically: a program that started the
     /// receiver with port 0 waits for the file instead of reading the log.
@@ -182,6 +198,10 @@ pub async fn run(args: &Args) -> Result<()> {
         max_pending_per_addr: (args.max_pending / 4).max(1),
         max_sessions_per_client: args.max_sessions_per_client,
         max_buffer_bytes: args.max_buffer_memory,
+        inflate: InflateLimit {
+            ratio: args.max_compression_ratio,
+            allowance: args.compression_allowance,
+        },
         ..ServeLimits::default()
     };
     let receiver = Receiver::bind(ServeConfig {
