@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use sieve_core::mac::{MacAlg, MacPreference};
 use sieve_core::message::CompressFlags;
+use sieve_core::receiver::InflateLimit;
 use sieve_transport::calibrate::Calibration;
 use sieve_transport::receiver::{Receiver, ServeConfig, ServeLimits};
 use sieve_transport::store::{self, StoreOptions};
@@ -34,6 +35,13 @@ pub struct Args {
     /// or read each other's files by name.
     #[arg(long, requires = "client_ca")]
     pub per_client_dirs: bool,
+    /// Refuse names Windows cannot hold, for a folder shared with Windows: device names (CON,
+    /// PRN, AUX, NUL, COM0-9, LPT0-9, in any case and with any extension: aux.txt is AUX), the
+    /// characters < > : " | ? *, and components ending in a dot or a space. Names with control
+    /// or Unicode format characters (bidirectional controls such as U+202E, zero-width
+    /// characters) are refused always.
+    #[arg(long)]
+    pub portable_names: bool,
     /// Server certificate chain (PEM), e.g. from `sieve certs`.
     #[arg(long)]
     pub cert: PathBuf,
@@ -129,6 +137,21 @@ pub struct Args {
     /// manifest does not fit is refused with LIMIT.
     #[arg(long, default_value = "512MiB", value_parser = parse_size_arg)]
     pub max_buffer_memory: u64,
+    /// Compressed frames of a document not yet verified may decompress to at most N times the
+    /// bytes they took on the wire (0: no bound). Past that, and past --compression-allowance,
+    /// the document is refused with LIMIT before the frame is decompressed: a document's digest
+    /// is checked only at its end, and without a bound a few kilobytes of zstd frames of zeros
+    /// would fill gigabytes of temporary files first. Logs measured compress 3:1 to 12:1, the
+    /// most repetitive (health checks differing only in their timestamps) up to 217:1; data
+    /// of one repeated byte or line, 2,000:1 and more, passes within the allowance, with N
+    /// raised, or sent with --compress off.
+    #[arg(long, value_name = "N", default_value_t = InflateLimit::DEFAULT_RATIO)]
+    pub max_compression_ratio: u32,
+    /// Bytes beyond --max-compression-ratio that the unverified documents of one session may
+    /// hold together (a small file of zeros, a run of zeros inside a log). Each session has its
+    /// own; a document gives its share back once verified.
+    #[arg(long, value_name = "SIZE", default_value = "8MiB", value_parser = parse_size_arg)]
+    pub compression_allowance: u64,
     /// Once both listeners are bound, write their addresses to this file as JSON
     /// (`{"tls": "ADDR", "plain": "ADDR", "pid": N}`), atomically: a program that started the
     /// receiver with port 0 waits for the file instead of reading the log. `-` is standard
@@ -209,6 +232,10 @@ pub async fn run(args: &Args) -> Result<()> {
         max_sessions_per_network: args.max_sessions_per_network,
         min_session_rate: args.min_session_rate,
         max_buffer_bytes: args.max_buffer_memory,
+        inflate: InflateLimit {
+            ratio: args.max_compression_ratio,
+            allowance: args.compression_allowance,
+        },
         ..ServeLimits::default()
     };
     let receiver = Receiver::bind(ServeConfig {
@@ -226,6 +253,7 @@ pub async fn run(args: &Args) -> Result<()> {
             overwrite: args.overwrite,
             file_mode: args.file_mode,
             per_client_dirs: args.per_client_dirs,
+            portable_names: args.portable_names,
         },
         macs: mac_preference(&args.mac)?,
         accept_compression: args.accept_compression,

@@ -22,7 +22,8 @@ use sieve_core::message::{
     AckStatus, CompressFlags, Doc, DocEnd, DocRef, Hello, Mode, PROTOCOL_VERSION,
 };
 use sieve_core::receiver::{
-    Action, AtomicPool, Failure, ProtocolError, ReceiverSession, SessionLimits, Verdict, WritePiece,
+    Action, AtomicPool, Failure, InflateLimit, ProtocolError, ReceiverSession, SessionLimits,
+    Verdict, WritePiece,
 };
 use sieve_core::sieve::Placement;
 
@@ -52,6 +53,7 @@ fn limits() -> SessionLimits {
         max_open_docs: 4,
         discard: false,
         accept_compression: CompressFlags::ALL,
+        inflate: InflateLimit::NONE,
     }
 }
 
@@ -703,6 +705,142 @@ fn secure_only_sessions_and_joins() {
     assert!(
         matches!(s.poll_action(), Some(Action::Ack { ack: a, .. }) if a.message.contains("secure-only"))
     );
+}
+
+/// A session that bounds inflation at `ratio` to 1 plus `allowance`, with `docs` plain documents
+/// of `len` bytes announced.
+fn inflating_session(ratio: u32, allowance: u64, docs: u32, len: u64) -> ReceiverSession {
+    let mut h = hello(Mode::Sieve, docs);
+    h.compression = CompressFlags::ALL;
+    let l = SessionLimits {
+        inflate: InflateLimit { ratio, allowance },
+        max_docs: docs.max(1),
+        ..limits()
+    };
+    let mut s = ReceiverSession::new(h, l, Arc::new(AtomicPool::new(1 << 30))).unwrap();
+    for doc in 0..docs {
+        announce(
+            &mut s,
+            Doc {
+                doc,
+                name: format!("d{doc}"),
+                layout: Layout::whole(Kind::Plain, len),
+                marks: None,
+                padding: 0,
+            },
+        )
+        .unwrap();
+    }
+    s
+}
+
+/// Compressed frames of documents not yet verified inflate only so far: a document's frames may
+/// decompress to `ratio` times their bytes on the wire; beyond that the session's documents
+/// share the allowance; the document that would exceed it is refused with LIMIT before its frame
+/// is decompressed; a verified document gives its share back, a failed one keeps it.
+#[test]
+fn compressed_frames_inflate_only_so_far_before_verification() {
+    let mut s = inflating_session(4, 100, 4, 1000);
+    // Within the ratio: nothing of the allowance is spent.
+    assert!(s.may_inflate(0, 40, 10));
+    assert_eq!(s.inflate_excess(), 0);
+    // 140 bytes from 20: 60 beyond the ratio.
+    assert!(s.may_inflate(0, 100, 10));
+    assert_eq!(s.inflate_excess(), 60);
+    // Frames that compress less earn the ratio's room back, never below nothing.
+    assert!(s.may_inflate(0, 10, 100));
+    assert_eq!(s.inflate_excess(), 0);
+    // Documents share the allowance: 86 for document 1, then 26 more for document 2 is too much.
+    assert!(s.may_inflate(1, 90, 1));
+    assert_eq!(s.inflate_excess(), 86);
+    assert!(s.poll_action().is_none());
+    assert!(!s.may_inflate(2, 30, 1));
+    match s.poll_action() {
+        Some(Action::Ack { ack, .. }) => {
+            assert_eq!((ack.doc, ack.status), (2, AckStatus::Refused), "{ack:?}");
+            assert!(ack.message.starts_with("LIMIT: "), "{}", ack.message);
+            assert!(ack.message.contains("30 bytes from 1"), "{}", ack.message);
+            assert!(
+                ack.message.contains("--max-compression-ratio"),
+                "{}",
+                ack.message
+            );
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(s.inflate_excess(), 86);
+    // The refused document's frames are dropped.
+    let now = Instant::now();
+    assert!(s.may_inflate(2, 30, 1));
+    assert!(matches!(
+        s.data(Kind::Plain, 2, 0, 30, &[(0, 30, [0; 32])], now),
+        Ok(Verdict::Drop)
+    ));
+    // A document that fails keeps what it took until the session ends.
+    s.cancel(1, "changed").unwrap();
+    assert_eq!(s.inflate_excess(), 86);
+    assert!(!s.may_inflate(3, 20, 1));
+
+    // A verified document gives its share back.
+    let mut s = inflating_session(4, 100, 2, 8);
+    let bytes = b"zzzzzzzz";
+    assert!(s.may_inflate(0, 8, 1));
+    assert_eq!(s.inflate_excess(), 4);
+    let t = tag(0, b"what travelled");
+    let Ok(Verdict::Write { .. }) = s.data(Kind::Plain, 0, 0, 8, &[(0, 8, t)], now) else {
+        panic!("the frame is written");
+    };
+    s.write_done(0, Ok(()));
+    let mut ledger = Ledger::new();
+    ledger.record_hashed(0, bytes.len() as u64, t);
+    let end = DocEnd {
+        doc: 0,
+        plain_digest: ledger.finish(8).unwrap(),
+        secure_len: 0,
+        plain_len: 8,
+    };
+    s.doc_end(end, now).unwrap();
+    let Some(Action::Verify(v)) = s.poll_action() else {
+        panic!("the document is verified");
+    };
+    s.verified(0, v.run(), Duration::ZERO);
+    assert_eq!(s.inflate_excess(), 0);
+    assert!(s.may_inflate(1, 104, 1));
+
+    // Ratio 0: no bound.
+    let mut s = inflating_session(0, 0, 1, 1 << 30);
+    assert!(s.may_inflate(0, 1 << 24, 1));
+}
+
+proptest! {
+    /// Whatever frames a peer sends, the session's documents never hold more than the allowance
+    /// beyond the ratio, and a document whose frames stay within the ratio is never refused
+    /// however the others inflate.
+    #[test]
+    fn inflation_stays_within_the_ratio_and_allowance(
+        frames in proptest::collection::vec((0u32..3, 1u64..5000, 1u64..100), 1..200),
+        honest in proptest::collection::vec((1u64..=8, 1u64..100), 1..50),
+    ) {
+        let (ratio, allowance) = (8u32, 4096u64);
+        let mut s = inflating_session(ratio, allowance, 4, 1 << 40);
+        let mut accepted = [(0u64, 0u64); 3];
+        let mut honest = honest.into_iter().cycle();
+        for (doc, declared, wire) in frames {
+            let refused_before = matches!(s.lookup(doc), Ok(sieve_core::receiver::Lookup::Drop));
+            if s.may_inflate(doc, declared, wire) && !refused_before {
+                accepted[doc as usize].0 += declared;
+                accepted[doc as usize].1 += wire;
+            }
+            prop_assert!(s.inflate_excess() <= allowance);
+            let (inflated, on_wire): (u64, u64) = accepted
+                .iter()
+                .fold((0, 0), |(a, b), &(x, y)| (a + x, b + y));
+            prop_assert!(inflated <= on_wire * u64::from(ratio) + allowance);
+            // Document 3 compresses as honest data does, within the ratio.
+            let (per_byte, w) = honest.next().unwrap();
+            prop_assert!(s.may_inflate(3, per_byte * w, w), "an honest frame was refused");
+        }
+    }
 }
 
 fn z3() -> FrameCodec {

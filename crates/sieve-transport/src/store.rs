@@ -10,7 +10,8 @@
 //! What a sender may and may not do with names (docs/DESIGN.md §6: it must not write outside
 //! the output folder):
 //! - names are relative paths checked by [`sieve_core::name::check`] (no `..`, nothing absolute,
-//!   nothing hidden);
+//!   nothing hidden, nothing that displays as another name), and with `--portable-names` by
+//!   [`sieve_core::name::check_portable`] (nothing Windows cannot hold);
 //! - they are resolved one component at a time from the output folder's directory descriptor,
 //!   held from start-up, with `O_NOFOLLOW`: a symbolic link anywhere in the path (planted by
 //!   anyone) refuses the document rather than being followed, and no path string is ever
@@ -52,6 +53,9 @@ pub struct StoreOptions {
     pub file_mode: u32,
     /// One subfolder per client certificate (`--per-client-dirs`, with mutual TLS).
     pub per_client_dirs: bool,
+    /// Refuse names Windows cannot hold as well (`--portable-names`, see
+    /// [`sieve_core::name::check_portable`]), for a folder shared with Windows.
+    pub portable_names: bool,
 }
 
 impl Default for StoreOptions {
@@ -60,6 +64,7 @@ impl Default for StoreOptions {
             overwrite: false,
             file_mode: DEFAULT_FILE_MODE,
             per_client_dirs: false,
+            portable_names: false,
         }
     }
 }
@@ -222,7 +227,7 @@ impl Store {
     /// [`client_folder`]) beneath the output folder, created if missing. Temporary files stay
     /// in the output folder.
     pub(crate) fn for_client(&self, cert_der: &[u8]) -> Result<Store, CommitError> {
-        let folder = client_folder(cert_der);
+        let folder = client_folder(cert_der, self.opts.portable_names);
         let fd = self.open_dirs(&[folder.as_str()], true)?;
         Ok(Store {
             temp_dir: self.temp_dir.clone(),
@@ -232,13 +237,24 @@ impl Store {
         })
     }
 
+    /// Whether the store creates `name`: [`name::check`], and with `portable_names`
+    /// [`name::check_portable`].
+    fn check_name(&self, name: &str) -> Result<(), CommitError> {
+        let checked = if self.opts.portable_names {
+            name::check_portable(name)
+        } else {
+            name::check(name)
+        };
+        checked.map_err(|e| CommitError::Refused {
+            why: format!("refused file name: {e}"),
+        })
+    }
+
     /// Check a document's name before any of it arrives: a name the store would refuse, a path
     /// through a symbolic link or a file, or (without `--overwrite`) an existing file is
     /// refused now rather than after its bytes have crossed the network. The commit checks again.
     pub(crate) fn precheck(&self, name: &str) -> Result<(), CommitError> {
-        name::check(name).map_err(|e| CommitError::Refused {
-            why: format!("refused file name: {e}"),
-        })?;
+        self.check_name(name)?;
         let (dirs, last) = name::split(name);
         let parent = match self.open_dirs(&dirs, false) {
             Ok(fd) => fd,
@@ -263,9 +279,7 @@ impl Store {
     /// Create the temporary file of a document that will be stored as `name` (a relative name,
     /// checked again here), `len` bytes long. `unique` tells temporary files apart.
     pub fn create(&self, unique: &str, name: &str, len: u64) -> Result<PartFile, CommitError> {
-        name::check(name).map_err(|e| CommitError::Refused {
-            why: format!("refused file name: {e}"),
-        })?;
+        self.check_name(name)?;
         let temp = format!("{TEMP_PREFIX}{unique}");
         let file = self.create_temp(&temp)?;
         let part = PartFile {
@@ -364,8 +378,10 @@ impl Store {
 /// replaced by `_`, followed by `-` and 8 hex digits of its hash, so that two names that differ
 /// only in replaced characters stay apart; a certificate without a common name gets `cert-` and
 /// 16 hex digits of the certificate's hash. The result is always a single component that
-/// [`sieve_core::name::check`] accepts.
-pub(crate) fn client_folder(cert_der: &[u8]) -> String {
+/// [`sieve_core::name::check`] accepts, and with `portable` one that
+/// [`sieve_core::name::check_portable`] accepts (a common name such as `aux` or `bob.` takes the
+/// hashed form).
+pub(crate) fn client_folder(cert_der: &[u8], portable: bool) -> String {
     let hex = |b: &[u8], n: usize| -> String {
         blake3::hash(b).as_bytes()[..n / 2]
             .iter()
@@ -385,7 +401,11 @@ pub(crate) fn client_folder(cert_der: &[u8]) -> String {
         return format!("cert-{}", hex(cert_der, 16));
     };
     let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '@');
-    if cn.len() <= 64 && !cn.starts_with('.') && cn.chars().all(plain) {
+    if cn.len() <= 64
+        && !cn.starts_with('.')
+        && cn.chars().all(plain)
+        && (!portable || name::check_portable(&cn).is_ok())
+    {
         return cn;
     }
     let mut safe: String = cn
@@ -695,7 +715,13 @@ mod tests {
             let key = rcgen::KeyPair::generate().unwrap();
             p.self_signed(&key).unwrap().der().to_vec()
         };
-        assert_eq!(client_folder(&cert(Some("bob"))), "bob");
+        assert_eq!(client_folder(&cert(Some("bob")), false), "bob");
+        assert_eq!(client_folder(&cert(Some("bob")), true), "bob");
+        assert_eq!(client_folder(&cert(Some("aux")), false), "aux");
+        for cn in ["aux", "bob.", "COM1"] {
+            let f = client_folder(&cert(Some(cn)), true);
+            assert_eq!(name::check_portable(&f), Ok(()), "{cn:?} -> {f:?}");
+        }
         for cn in [
             "../../etc",
             ".hidden",
@@ -704,17 +730,17 @@ mod tests {
             "日本",
             "x\ny",
         ] {
-            let f = client_folder(&cert(Some(cn)));
+            let f = client_folder(&cert(Some(cn)), false);
             assert_eq!(name::check(&f), Ok(()), "{cn:?} -> {f:?}");
             assert!(!f.contains('/'), "{f}");
         }
         assert_ne!(
-            client_folder(&cert(Some("a b"))),
-            client_folder(&cert(Some("a_b")))
+            client_folder(&cert(Some("a b")), false),
+            client_folder(&cert(Some("a_b")), false)
         );
-        let f = client_folder(&cert(None));
+        let f = client_folder(&cert(None), false);
         assert!(f.starts_with("cert-") && name::check(&f).is_ok(), "{f}");
-        assert!(client_folder(b"not a certificate").starts_with("cert-"));
+        assert!(client_folder(b"not a certificate", false).starts_with("cert-"));
     }
 
     #[test]

@@ -17,8 +17,9 @@ use sieve_core::corpus::DocKind;
 use sieve_core::frame::{self, FrameType, HEADER_LEN};
 use sieve_core::marks::{mark_document, MarkConfig};
 use sieve_core::message::{
-    AckStatus, CompressFlags, DataRef, Doc, Join, Message, Mode, ZData, ZDataRef,
+    AckStatus, CompressFlags, DataRef, Doc, DocEnd, Join, Message, Mode, ZData, ZDataRef,
 };
+use sieve_core::receiver::InflateLimit;
 use sieve_core::split::Split;
 use sieve_core::{Kind, Layout};
 use sieve_transport::sender::{Chunk, SendConfig};
@@ -448,6 +449,242 @@ async fn compressed_frames_nobody_agreed_to_or_that_lie_are_refused() {
     expect_end(&mut s).await;
     rx.sessions_settle().await;
     assert!(rx.stats.sessions_failed.load(Ordering::Relaxed) >= 2);
+}
+
+/// Disk held by the receiver's temporary files in `dir`, in bytes of allocated blocks.
+fn temp_disk_use(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    partials(dir)
+        .iter()
+        .filter_map(|n| std::fs::metadata(dir.join(n)).ok())
+        .map(|m| m.blocks() * 512)
+        .sum()
+}
+
+/// A decompression bomb (SECURITY.md §3): compressed frames are decompressed and written before
+/// anything vouches for them (the digest comes at DOC_END), and a 530-byte zstd frame of zeros
+/// declares 16 MiB. A hand-driven client sends 16 such frames for one document and 16 frames of
+/// 1 MiB, a few dozen bytes each on the wire, for each of three more, then DOC_ENDs. The receiver
+/// must refuse every document with LIMIT having written no more than a few MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decompression_bomb_is_refused_before_it_fills_the_disk() {
+    let rx = TestReceiver::start().await;
+    let mut s = open_offering(&rx, CompressFlags::PLAIN, 4).await;
+    let big = s.session.max_payload.min(16 << 20);
+    let small = 1u32 << 20;
+    let zeros = |len: u32| zstd::bulk::compress(&vec![0u8; len as usize], 19).unwrap();
+    let (zbig, zsmall) = (zeros(big), zeros(small));
+    let frames = 16u64;
+    let plan: Vec<(u32, u32, &[u8])> = vec![
+        (0, big, &zbig),
+        (1, small, &zsmall),
+        (2, small, &zsmall),
+        (3, small, &zsmall),
+    ];
+    for &(doc, len, _) in &plan {
+        s.send(|o| {
+            Doc {
+                doc,
+                name: format!("bomb-{doc}"),
+                layout: Layout::whole(Kind::Plain, frames * u64::from(len)),
+                marks: None,
+                padding: 0,
+            }
+            .encode(o)
+        })
+        .await
+        .unwrap();
+    }
+    let mut w = plain_join(rx.plain, join(&s, Kind::Plain))
+        .await
+        .unwrap()
+        .unwrap();
+    // What the temporary files hold on disk, sampled while the attack runs.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let (stop, out) = (stop.clone(), rx.out.clone());
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !stop.load(Ordering::Relaxed) {
+                peak = peak.max(temp_disk_use(&out));
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            peak
+        })
+    };
+    let mut wire = 0;
+    for &(doc, len, z) in &plan {
+        for i in 0..frames {
+            w.send(|o| zframe(doc, i * u64::from(len), len, z).encode(o))
+                .await
+                .unwrap();
+            wire += z.len();
+        }
+    }
+    w.flush().await.unwrap();
+    for &(doc, len, _) in &plan {
+        let end = DocEnd {
+            doc,
+            plain_digest: [0; 32],
+            secure_len: 0,
+            plain_len: frames * u64::from(len),
+        };
+        s.send(|o| end.encode(o)).await.unwrap();
+    }
+    let mut acks = Vec::new();
+    while acks.len() < plan.len() {
+        match s.next(Duration::from_secs(120)).await.unwrap() {
+            Message::Ack(a) => acks.push(a),
+            other => panic!("expected an ACK, got {other:?}"),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let peak = sampler.join().unwrap();
+    let decompressed = rx.stats.bytes_decompressed.load(Ordering::Relaxed);
+    let declared: u64 = plan.iter().map(|p| frames * u64::from(p.1)).sum();
+    println!(
+        "bomb: {wire} bytes on the wire declaring {} MiB; the receiver decompressed {:.1} MiB, \
+         its temporary files peaked at {:.1} MiB on disk; ACKs: {:?}",
+        declared >> 20,
+        decompressed as f64 / f64::from(1 << 20),
+        peak as f64 / f64::from(1 << 20),
+        acks.iter().map(|a| (a.doc, a.status)).collect::<Vec<_>>()
+    );
+    // What the limit lets through: the allowance, and the ratio times what was sent.
+    let limit = InflateLimit::default();
+    let bound = limit.allowance + u64::from(limit.ratio) * wire as u64;
+    assert!(
+        decompressed <= bound && decompressed <= 16 << 20,
+        "{decompressed} bytes decompressed from {wire} on the wire"
+    );
+    assert!(peak <= bound, "temporary files held {peak} bytes");
+    for a in &acks {
+        assert_eq!(a.status, AckStatus::Refused, "{a:?}");
+        assert!(a.message.starts_with("LIMIT"), "{a:?}");
+        assert!(a.message.contains("--max-compression-ratio"), "{a:?}");
+    }
+    rx.assert_no_partials_soon().await;
+    assert!(rx.out_names().is_empty(), "{:?}", rx.out_names());
+}
+
+/// What honest logs compress to stays below the receiver's default ratio (1024:1): the
+/// generated web log (3.6:1 at zstd 3) and logs of health checks that differ only in their
+/// timestamps, the most repetitive logs measured (in 256 KiB frames: 85:1 at zstd 3 and 115:1 at
+/// zstd 19 in lines of 100 bytes, more in JSON lines of 280), each arrive identical, with no
+/// refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn highly_compressible_logs_arrive_identical() {
+    let rx = TestReceiver::start().await;
+    let src = tempfile::tempdir().unwrap();
+    let web = realistic(DocKind::Log, 8 << 20, 11);
+    let checks = health_checks(8 << 20);
+    let json = json_health_checks(8 << 20);
+    for (name, bytes, policy) in [
+        ("web.log", &web[..], zstd(3)),
+        ("checks.log", &checks[..], zstd(3)),
+        ("checks.json", &json[..], zstd(3)),
+        // zstd 19 is slow in a debug build: half a megabyte, two frames.
+        ("checks-19.log", &checks[..512 << 10], zstd(19)),
+    ] {
+        let cfg = SendConfig {
+            compress: policy,
+            chunk: Chunk::Bytes(256 << 10),
+            ..rx.simple(Mode::Sieve)
+        };
+        let r = rx.send_ok(&cfg, &[write(src.path(), name, bytes)]).await;
+        rx.assert_received(name, bytes);
+        let c = r.compression.unwrap();
+        println!(
+            "{name}: {} bytes to {} on the wire at {policy} ({:.1} to 1)",
+            c.bytes_before,
+            c.bytes_after,
+            c.bytes_before as f64 / c.bytes_after.max(1) as f64
+        );
+    }
+}
+
+/// Data of one repeated line compresses thousands to one: beyond the allowance the receiver
+/// refuses it with LIMIT and says what to do; sent with `--compress off`, or to a receiver whose
+/// ratio is unbounded (`--max-compression-ratio 0`), it arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_beyond_the_ratio_is_refused_unless_the_receiver_allows_it() {
+    let src = tempfile::tempdir().unwrap();
+    let line = b"2024-02-20T09:39:21.026Z INFO  web-1 GET /healthz 200 2B 0.1ms\n";
+    let same = line.repeat((32 << 20) / line.len());
+    let path = write(src.path(), "same.log", &same);
+    let compressing = |rx: &TestReceiver| SendConfig {
+        compress: zstd(3),
+        chunk: Chunk::Bytes(256 << 10),
+        ..rx.simple(Mode::Sieve)
+    };
+    let rx = TestReceiver::start().await;
+    let cfg = compressing(&rx);
+    let r = send(&cfg, std::slice::from_ref(&path)).await.unwrap();
+    assert_eq!(r.docs_ok, 0);
+    let e = r.failures[0].error.clone().unwrap();
+    assert!(e.contains("LIMIT") && e.contains("--compress off"), "{e}");
+    assert_eq!(rx.stats.inflate_refusals.load(Ordering::Relaxed), 1);
+    rx.assert_no_partials_soon().await;
+    let off = SendConfig {
+        compress: Compression::Off,
+        ..cfg
+    };
+    rx.send_ok(&off, std::slice::from_ref(&path)).await;
+    rx.assert_received("same.log", &same);
+
+    let rx = TestReceiver::start_with(tempfile::tempdir().unwrap(), |c| {
+        c.limits.inflate.ratio = 0;
+    })
+    .await;
+    let r = rx
+        .send_ok(&compressing(&rx), std::slice::from_ref(&path))
+        .await;
+    rx.assert_received("same.log", &same);
+    let c = r.compression.unwrap();
+    assert!(c.bytes_before > 1000 * c.bytes_after, "{c:?}");
+}
+
+/// The same health checks as JSON lines of 280 bytes, as structured logging writes them.
+fn json_health_checks(len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 512);
+    let mut ms: u64 = 0;
+    while out.len() < len {
+        ms += 250;
+        let (s, m) = (ms / 1000, ms % 1000);
+        let line = format!(
+            "{{\"ts\":\"2024-02-20T{:02}:{:02}:{:02}.{m:03}Z\",\"level\":\"info\",\"service\":\
+             \"api-gateway\",\"msg\":\"health check ok\",\"path\":\"/healthz\",\"status\":200,\
+             \"duration_ms\":0.1,\"user_agent\":\"kube-probe/1.29\",\"pod\":\
+             \"api-gateway-7d9f8b6c5-x2x9q\",\"namespace\":\"prod\",\"node\":\
+             \"ip-10-0-1-23.ec2.internal\"}}\n",
+            9 + s / 3600 % 24,
+            s / 60 % 60,
+            s % 60
+        );
+        out.extend_from_slice(line.as_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// A log of load-balancer health checks, 250 ms apart: lines that differ only in their time.
+fn health_checks(len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 128);
+    let mut ms: u64 = 0;
+    while out.len() < len {
+        ms += 250;
+        let (s, m) = (ms / 1000, ms % 1000);
+        let line = format!(
+            "2024-02-20T{:02}:{:02}:{:02}.{m:03}Z INFO  web-1 [req 0000000000] GET /healthz 200 \
+             2B 0.1ms \"kube-probe/1.29\"\n",
+            9 + s / 3600 % 24,
+            s / 60 % 60,
+            s % 60
+        );
+        out.extend_from_slice(line.as_bytes());
+    }
+    out.truncate(len);
+    out
 }
 
 /// A receiver that accepts no compression: a sender that offers it sends everything raw.

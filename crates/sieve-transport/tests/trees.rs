@@ -1,7 +1,8 @@
 //! Folders and names: a tree of 1 000 files arrives identical; names that would climb out of the
 //! output folder, hide a file, or pass through a symbolic link planted in the output folder are
 //! refused (by a hand-driven client that sends such manifests) and nothing is written outside the
-//! folder; an existing file is never replaced unless the receiver overwrites, and received files
+//! folder; names that display as something else are refused, and with `--portable-names` names
+//! Windows cannot hold; an existing file is never replaced unless the receiver overwrites, and received files
 //! are readable by the receiver's user only unless it says otherwise.
 
 mod common;
@@ -208,6 +209,98 @@ async fn hostile_relative_names_and_planted_links_are_refused() {
             .map(String::from)
             .collect::<Vec<_>>()
     );
+}
+
+/// Names that display as something else (a right-to-left override makes `\u{202E}txt.exe` show
+/// as `exe.txt`; a zero-width space makes two names look alike) are refused by the receiver from
+/// a hand-driven client, and by the sender before it connects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_that_display_as_something_else_are_refused() {
+    let rx = TestReceiver::start().await;
+    let disguised = ["\u{202E}txt.exe", "re\u{200B}port.txt", "dir\u{202E}/x.txt"];
+    let mut s = RawSession::open(&rx, Mode::SecureOnly, 1, 0, disguised.len() as u32 + 1)
+        .await
+        .unwrap();
+    for (i, name) in disguised.iter().enumerate() {
+        let a = send_by_hand(&mut s, i as u32, name, || {}).await;
+        assert_eq!(a.status, AckStatus::Refused, "{name:?}: {a:?}");
+        assert!(a.message.contains("format character"), "{name:?}: {a:?}");
+    }
+    let a = send_by_hand(&mut s, disguised.len() as u32, "report.txt", || {}).await;
+    assert_eq!(a.status, AckStatus::Ok, "{a:?}");
+    s.send(|o| Bye {}.encode(o)).await.unwrap();
+    rx.assert_no_partials_soon().await;
+    assert_eq!(rx.out_names(), vec!["report.txt".to_string()]);
+
+    // The sender names the file and sends nothing.
+    let src = tempfile::tempdir().unwrap();
+    let file = write(src.path(), "\u{202E}txt.exe", b"public <$S>secret<$E>");
+    let started = rx
+        .stats
+        .sessions_started
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let e = send(&rx.simple(Mode::Sieve), &[file]).await.unwrap_err();
+    let e = format!("{e:#}");
+    assert!(e.contains("format character"), "{e}");
+    assert_eq!(
+        rx.stats
+            .sessions_started
+            .load(std::sync::atomic::Ordering::Relaxed),
+        started
+    );
+}
+
+/// With `--portable-names` the receiver refuses what Windows cannot hold: device names with or
+/// without an extension, in any case, in any component; the characters `<>:"|?*`; components
+/// ending in a dot or a space. Without it, Linux's rules hold: `CON` and `aux.txt` are stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn portable_names_refuse_what_windows_cannot_hold() {
+    let rx = TestReceiver::start_with(tempfile::tempdir().unwrap(), |c| {
+        c.store = StoreOptions {
+            portable_names: true,
+            ..StoreOptions::default()
+        };
+    })
+    .await;
+    let windows = [
+        ("CON", "device name"),
+        ("aux.txt", "device name"),
+        ("Nul.tar.gz", "device name"),
+        ("logs/LPT1.log", "device name"),
+        ("com9", "device name"),
+        ("a:b.txt", "does not allow"),
+        ("what?.txt", "does not allow"),
+        ("trailing.", "dot or a space"),
+        ("dir /x.txt", "dot or a space"),
+    ];
+    let mut s = RawSession::open(&rx, Mode::SecureOnly, 1, 0, windows.len() as u32 + 2)
+        .await
+        .unwrap();
+    for (i, (name, why)) in windows.iter().enumerate() {
+        let a = send_by_hand(&mut s, i as u32, name, || {}).await;
+        assert_eq!(a.status, AckStatus::Refused, "{name:?}: {a:?}");
+        assert!(a.message.contains(why), "{name:?}: {a:?}");
+        assert!(a.message.contains("--portable-names"), "{name:?}: {a:?}");
+    }
+    let n = windows.len() as u32;
+    let a = send_by_hand(&mut s, n, "console/report.txt", || {}).await;
+    assert_eq!(a.status, AckStatus::Ok, "{a:?}");
+    s.send(|o| Bye {}.encode(o)).await.unwrap();
+    rx.assert_no_partials_soon().await;
+    assert_eq!(rx.out_names(), vec!["console".to_string()]);
+
+    // A receiver without the option stores them: they are valid names on Linux.
+    let rx = TestReceiver::start().await;
+    let mut s = RawSession::open(&rx, Mode::SecureOnly, 1, 0, 2)
+        .await
+        .unwrap();
+    for (i, name) in ["CON", "aux.txt"].iter().enumerate() {
+        let a = send_by_hand(&mut s, i as u32, name, || {}).await;
+        assert_eq!(a.status, AckStatus::Ok, "{name:?}: {a:?}");
+    }
+    s.send(|o| Bye {}.encode(o)).await.unwrap();
+    rx.assert_received("CON", b"evil");
+    rx.assert_received("aux.txt", b"evil");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

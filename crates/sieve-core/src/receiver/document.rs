@@ -48,6 +48,12 @@ pub(super) struct Document {
     pub(super) closed_at: Option<Instant>,
     /// Microseconds the ledger check took.
     pub(super) verify_us: u64,
+    /// Bytes its compressed frames were let decompress to, and their bytes on the wire.
+    pub(super) inflated: u64,
+    pub(super) wire: u64,
+    /// What of `inflated` lies beyond the receiver's ratio to `wire`, charged to the session's
+    /// allowance until the document is verified ([`super::InflateLimit`]).
+    pub(super) excess: u64,
 }
 
 impl Document {
@@ -71,6 +77,9 @@ impl Document {
             first_data: None,
             closed_at: None,
             verify_us: 0,
+            inflated: 0,
+            wire: 0,
+            excess: 0,
         }
     }
 

@@ -22,6 +22,11 @@
 //!   ledgers that grow with every piece are charged to the session's share and to a
 //!   [`MemoryPool`] shared by every session; a document is dropped from memory once it is
 //!   acknowledged, and only one byte per document id is kept to recognise late frames.
+//! - **What a peer can make the receiver write before it is vouched for is bounded by what it
+//!   sent.** Compressed frames of a document not yet verified may decompress to at most
+//!   [`InflateLimit::ratio`] times their bytes on the wire, plus a small allowance per session
+//!   ([`ReceiverSession::may_inflate`], asked before a frame is decompressed); a document past
+//!   it is refused with LIMIT.
 //!
 //! `tests/receiver_props.rs` drives it through every order of late, forged and honest events.
 
@@ -36,4 +41,4 @@ pub use action::{
     WritePiece,
 };
 pub use memory::{AtomicPool, MemoryPool, UNLIMITED};
-pub use session::{ReceiverSession, SessionLimits};
+pub use session::{InflateLimit, ReceiverSession, SessionLimits};

@@ -64,3 +64,24 @@ impl MemoryRefusal {
         }
     }
 }
+
+/// Compressed frames of a document not yet verified would decompress past what the receiver
+/// allows: [`super::InflateLimit`]'s ratio to their bytes on the wire, plus the session's
+/// allowance. The document is refused (`Refused`, LIMIT) before the frame is decompressed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "LIMIT: its compressed frames would decompress to {inflated} bytes from {wire} on the wire \
+     before it is verified; this receiver allows {ratio} times the bytes on the wire, and \
+     {} KiB beyond that for all the unverified documents of a session ({} KiB of which its \
+     others hold); send it with less compression or none (--compress off), or ask for a higher \
+     --max-compression-ratio or --compression-allowance",
+    allowance / 1024,
+    others.div_ceil(1024)
+)]
+pub(super) struct InflateRefusal {
+    pub(super) inflated: u64,
+    pub(super) wire: u64,
+    pub(super) ratio: u32,
+    pub(super) allowance: u64,
+    pub(super) others: u64,
+}

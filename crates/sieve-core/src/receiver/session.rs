@@ -18,7 +18,7 @@ use super::action::{
 };
 use super::document::{Document, Phase, State};
 use super::memory::{manifest_cost, Account, MemoryPool, LEDGERS_FIXED, LEDGER_BLOCK, PHASE_BLOCK};
-use super::refusal::{ManifestRefusal, MemoryRefusal};
+use super::refusal::{InflateRefusal, ManifestRefusal, MemoryRefusal};
 use crate::ledger::Ledger;
 
 /// What a receiver allows one session.
@@ -40,6 +40,63 @@ pub struct SessionLimits {
     /// The compressed frames this receiver accepts (the session agrees to those of them the
     /// HELLO offers).
     pub accept_compression: CompressFlags,
+    /// How far compressed frames may inflate before their document is verified.
+    pub inflate: InflateLimit,
+}
+
+/// How many bytes compressed frames of documents not yet verified may decompress to, for the
+/// bytes they took on the wire.
+///
+/// A compressed frame is decompressed and written as it arrives; what vouches for it, the digest
+/// in DOC_END, comes at the end of its document, and a peer that never sends a right one can
+/// still have its frames written meanwhile. A zstd frame of zeros declaring 16 MiB is about
+/// 530 bytes, so without a bound a few kilobytes on the wire fill gigabytes of temporary files.
+/// The bound: a document's compressed frames, taken together, may decompress to [`ratio`]
+/// times their bytes on the wire; what goes beyond that, summed over the session's documents
+/// not yet verified, may reach [`allowance`] (so that a small file of zeros, or a run of them
+/// inside a document, still passes). A verified document gives its share back; a document
+/// that fails keeps it charged until the session ends, so that a peer cannot refill it by
+/// starting documents it never finishes.
+///
+/// Honest data stays below the default ratio: the most repetitive logs measured, health checks
+/// that differ only in their timestamps, compress up to 149:1 (100-byte lines) and 217:1 (JSON
+/// lines of 280 bytes) at zstd 19 in the sender's frames; generated and real logs 3:1 to 12:1
+/// (SECURITY.md §3.11). A log compresses about as many times as its lines are longer than what
+/// changes between them, so the default leaves room for lines of a kilobyte. Data of one
+/// repeated byte or line (2,000:1 to 30,000:1) passes only within the allowance, or with the
+/// ratio raised.
+///
+/// [`ratio`]: InflateLimit::ratio
+/// [`allowance`]: InflateLimit::allowance
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InflateLimit {
+    /// Most bytes a document's compressed frames may decompress to per byte they took on the
+    /// wire, before it is verified; 0: no bound.
+    pub ratio: u32,
+    /// Bytes beyond `ratio` that a session's documents not yet verified may hold together.
+    pub allowance: u64,
+}
+
+impl InflateLimit {
+    /// Default of [`InflateLimit::ratio`]: between the most repetitive logs (a few hundred to
+    /// one) and data of one repeated byte or line (thousands to one).
+    pub const DEFAULT_RATIO: u32 = 1024;
+    /// Default of [`InflateLimit::allowance`].
+    pub const DEFAULT_ALLOWANCE: u64 = 8 << 20;
+    /// No bound at all.
+    pub const NONE: InflateLimit = InflateLimit {
+        ratio: 0,
+        allowance: 0,
+    };
+}
+
+impl Default for InflateLimit {
+    fn default() -> Self {
+        InflateLimit {
+            ratio: Self::DEFAULT_RATIO,
+            allowance: Self::DEFAULT_ALLOWANCE,
+        }
+    }
 }
 
 /// The receiving side of one session (see the [module documentation](super)).
@@ -59,6 +116,9 @@ pub struct ReceiverSession {
     ended: bool,
     /// The compressed frames both ends agreed to.
     compression: CompressFlags,
+    /// Bytes beyond the inflate ratio that documents of this session not verified hold (see
+    /// [`InflateLimit`]).
+    inflate_excess: u64,
 }
 
 impl ReceiverSession {
@@ -83,6 +143,7 @@ impl ReceiverSession {
             open_files: 0,
             actions: VecDeque::new(),
             ended: false,
+            inflate_excess: 0,
         })
     }
 
@@ -133,6 +194,51 @@ impl ReceiverSession {
             }
         }
         Ok(())
+    }
+
+    /// A compressed frame of `doc`, `wire` bytes as it travelled, passed its own checks and
+    /// will decompress to `declared` bytes: may it, before the document is verified (see
+    /// [`InflateLimit`])? Call after [`ReceiverSession::compressed`] and the decompressor's check
+    /// of the frame, before decompressing it.
+    ///
+    /// `false`: the document is refused with LIMIT (its acknowledgement and the discard of its
+    /// file are queued); drop the frame. A frame of a document not being received passes:
+    /// [`ReceiverSession::data`] then says what becomes of it.
+    pub fn may_inflate(&mut self, doc: u32, declared: u64, wire: u64) -> bool {
+        let limit = self.limits.inflate;
+        if limit.ratio == 0 || self.limits.discard {
+            return true;
+        }
+        let Some(d) = self.docs.get_mut(&doc) else {
+            return true;
+        };
+        if d.state != State::Receiving {
+            return true;
+        }
+        let inflated = d.inflated.saturating_add(declared);
+        let wire = d.wire.saturating_add(wire);
+        let excess = inflated.saturating_sub(wire.saturating_mul(u64::from(limit.ratio)));
+        let others = self.inflate_excess - d.excess;
+        if others.saturating_add(excess) > limit.allowance {
+            let why = InflateRefusal {
+                inflated,
+                wire,
+                ratio: limit.ratio,
+                allowance: limit.allowance,
+                others,
+            };
+            self.fail(doc, AckStatus::Refused, why.to_string());
+            return false;
+        }
+        (d.inflated, d.wire, d.excess) = (inflated, wire, excess);
+        self.inflate_excess = others + excess;
+        true
+    }
+
+    /// Bytes beyond the inflate ratio that this session's documents not yet verified hold, of
+    /// its [`InflateLimit::allowance`].
+    pub fn inflate_excess(&self) -> u64 {
+        self.inflate_excess
     }
 
     /// A channel presented a valid token for `(kind, index)`: take its slot. Each slot is taken
@@ -567,6 +673,8 @@ impl ReceiverSession {
             Ok(()) => {
                 d.state = State::Verified;
                 d.verify_us = took.as_micros() as u64;
+                // Vouched for: what it inflated beyond the ratio no longer counts.
+                self.inflate_excess -= std::mem::take(&mut d.excess);
                 self.maybe_commit(doc);
             }
             Err(e) => self.fail(doc, AckStatus::IntegrityError, e.to_string()),

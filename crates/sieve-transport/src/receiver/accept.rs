@@ -370,6 +370,7 @@ impl Shared {
             max_open_docs: self.fds.session_docs(),
             discard: self.cfg.discard,
             accept_compression: self.cfg.accept_compression,
+            inflate: l.inflate,
         }
     }
 

@@ -33,6 +33,17 @@ impl Inflate {
         })
     }
 
+    /// The frame's own checks ([`Decoder::check`]): its declared length within the limit and
+    /// matching its zstd header. Costs no memory.
+    pub(super) fn check(
+        &self,
+        codec: FrameCodec,
+        compressed: &[u8],
+        declared: u64,
+    ) -> Result<usize, DecompressError> {
+        self.decoder.check(codec, compressed, declared)
+    }
+
     /// Decompress `compressed`, in `codec`, which declares `declared` bytes: the exact bytes, or
     /// why not.
     /// Waits for budget memory if the buffer must grow (failing like a frame would, with

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sieve_core::frame::Limits;
+use sieve_core::receiver::InflateLimit;
 
 /// Most documents of one session whose temporary files are open at once (each holds a file
 /// descriptor while its pieces arrive), whatever the descriptor budget. Each session is told its
@@ -114,6 +115,9 @@ pub struct ServeLimits {
     /// it waits longer than `idle_timeout`, its session fails with [`BufferExhausted`](crate::conn::BufferExhausted). See
     /// [`FrameBudget`](crate::conn::FrameBudget).
     pub max_buffer_bytes: u64,
+    /// How far compressed frames of a document not yet verified may inflate (`sieve serve
+    /// --max-compression-ratio`, `--compression-allowance`; see [`InflateLimit`]).
+    pub inflate: InflateLimit,
 }
 
 impl Default for ServeLimits {
@@ -134,6 +138,7 @@ impl Default for ServeLimits {
             max_segments: 64_000_000,
             max_open_files: None,
             max_buffer_bytes: DEFAULT_MAX_BUFFER_BYTES,
+            inflate: InflateLimit::default(),
         }
     }
 }

@@ -120,6 +120,9 @@ pub struct Stats {
     pub frames_decompressed: AtomicU64,
     /// The bytes those compressed frames gave.
     pub bytes_decompressed: AtomicU64,
+    /// Documents refused because their compressed frames would have decompressed too far before
+    /// they were verified ([`ServeLimits::inflate`]).
+    pub inflate_refusals: AtomicU64,
 }
 
 struct Shared {

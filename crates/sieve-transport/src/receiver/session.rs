@@ -321,7 +321,8 @@ impl Session {
     }
 
     /// One compressed frame: take the tag of what travelled (a plain frame's whole payload)
-    /// before anything is decompressed, check that the session agreed to such frames, decompress
+    /// before anything is decompressed, check that the session agreed to such frames and that
+    /// the document may inflate that far before it is verified, decompress
     /// into the channel's buffer (charged to the frame-buffer budget from the declared length),
     /// then record and write the declared bytes like any data frame, the one tag covering them.
     /// A frame that does not decompress fails its document: on a plain channel it was changed on
@@ -358,6 +359,24 @@ impl Session {
                 self.shared.buffers.clone(),
             )?),
         };
+        // A frame that passes its own checks may still inflate too far for a document nobody
+        // has vouched for yet: the state machine refuses the document before a byte is
+        // decompressed. (A frame that fails them fails its document below, as it always did.)
+        if inf.check(z.codec, z.compressed, declared).is_ok() {
+            let refused = {
+                let mut sm = self.sm();
+                let wire = payload.len() as u64;
+                (!sm.may_inflate(z.doc, declared, wire)).then(|| Self::take_actions(&mut sm))
+            };
+            if let Some(actions) = refused {
+                self.shared
+                    .stats
+                    .inflate_refusals
+                    .fetch_add(1, Ordering::Relaxed);
+                self.run_actions(actions).await;
+                return Ok(());
+            }
+        }
         let inflated = inf
             .inflate(z.codec, z.compressed, declared)
             .await
