@@ -61,7 +61,7 @@ pub struct SessionLimits {
 /// Honest data stays below the default ratio: the most repetitive logs measured, health checks
 /// that differ only in their timestamps, compress up to 149:1 (100-byte lines) and 217:1 (JSON
 /// lines of 280 bytes) at zstd 19 in the sender's frames; generated and real logs 3:1 to 12:1
-/// (SECURITY.md §3.11). A log compresses about as many times as its lines are longer than what
+/// (SECURITY.md §3.14). A log compresses about as many times as its lines are longer than what
 /// changes between them, so the default leaves room for lines of a kilobyte. Data of one
 /// repeated byte or line (2,000:1 to 30,000:1) passes only within the allowance, or with the
 /// ratio raised.
