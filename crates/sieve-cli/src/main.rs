@@ -7,7 +7,6 @@ mod calibrate;
 mod certs;
 mod demo;
 mod gen;
-mod lab;
 mod mark;
 mod output;
 mod send;
@@ -79,8 +78,6 @@ enum Command {
     Gen(gen::Args),
     /// Run the demo: secure-only vs sieve on loopback, with a comparison.
     Demo(demo::Args),
-    /// Re-run the thesis's experiments (chapter 5) on this machine: data, plots, reports.
-    Lab(lab::Args),
     /// Measure how fast this machine runs the TLS suites and the cleartext MACs (a few ms,
     /// cached per machine and per OPENSSL_ia32cap value), and which MAC it prefers.
     Calibrate(calibrate::Args),
@@ -133,7 +130,6 @@ fn main() -> ExitCode {
             Some(Command::Mark(a)) => tokio::task::block_in_place(|| mark::run(&a)),
             Some(Command::Serve(a)) => serve::run(&a).await.map(|_| true),
             Some(Command::Send(a)) => send::run(&a).await,
-            Some(Command::Lab(a)) => tokio::task::block_in_place(|| lab::run(&a)),
             Some(Command::Calibrate(a)) => {
                 tokio::task::block_in_place(|| calibrate::run(&a)).map(|_| true)
             }

@@ -16,10 +16,12 @@ use sieve_core::report::SessionReport;
 
 use crate::child::Watched;
 
-/// The `sieve` binary and a folder with certificates for it.
+/// The `sieve` binary, the `sieve-lab` one, and a folder with certificates for `sieve`.
 #[derive(Debug, Clone)]
 pub(crate) struct Tools {
     pub(crate) sieve: PathBuf,
+    /// The laboratory's own binary, for `sieve-lab speeds` in a process of its own.
+    pub(crate) lab: PathBuf,
     pub(crate) certs: PathBuf,
     /// Whether the binary was built with the (insecure) thesis TLS 1.2 suites.
     pub(crate) thesis_suites: bool,
@@ -33,7 +35,7 @@ pub(crate) const THESIS_SUITES: [&str; 2] = ["3des-ede-cbc-sha", "aes256-cbc-sha
 
 impl Tools {
     /// Make development certificates in `dir` with `sieve certs`.
-    pub(crate) fn new(sieve: PathBuf, dir: &Path) -> Result<Tools> {
+    pub(crate) fn new(sieve: PathBuf, lab: PathBuf, dir: &Path) -> Result<Tools> {
         let certs = dir.join("certs");
         let st = Command::new(&sieve)
             .args(["certs", "--dir"])
@@ -52,6 +54,7 @@ impl Tools {
             String::from_utf8_lossy(&help.stdout).contains("--insecure-thesis-suites");
         Ok(Tools {
             sieve,
+            lab,
             certs,
             thesis_suites,
         })
