@@ -12,10 +12,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, DnValue,
+    ExtendedKeyUsagePurpose, IsCa, KeyIdMethod, KeyPair, KeyUsagePurpose,
 };
 
 use crate::output::Output;
@@ -289,7 +289,7 @@ impl Ca {
         };
         let key = KeyPair::from_pem(&read(&key)?)
             .with_context(|| format!("{} is not a PEM private key", key.display()))?;
-        let params = CertificateParams::from_ca_cert_pem(&read(&pem)?)
+        let params = ca_params(&read(&pem)?)
             .with_context(|| format!("{} is not a PEM CA certificate", pem.display()))?;
         let cert = params.self_signed(&key).with_context(|| {
             format!(
@@ -322,6 +322,59 @@ impl Ca {
         let cert = p.signed_by(&key, &self.cert, &self.key)?;
         Ok((cert.pem(), key.serialize_pem()))
     }
+}
+
+/// The parameters of the CA certificate in `pem` that matter to the certificates it signs: its
+/// subject, attribute by attribute with each value's string type (a verifier matches their
+/// issuer against it byte for byte), and its subject key identifier, kept as rcgen's own reader
+/// (`CertificateParams::from_ca_cert_pem`) keeps it. That reader needs rcgen's `x509-parser`
+/// feature, which turns on x509-parser's signature checks and so links ring beside aws-lc;
+/// this reads the fields with x509-parser alone.
+fn ca_params(pem: &str) -> Result<CertificateParams> {
+    use x509_parser::der_parser::asn1_rs::Tag;
+    use x509_parser::extensions::ParsedExtension;
+
+    let (_, pem) = x509_parser::pem::parse_x509_pem(pem.as_bytes())
+        .map_err(|e| anyhow!("no PEM certificate: {e}"))?;
+    let cert = pem
+        .parse_x509()
+        .map_err(|e| anyhow!("not an X.509 certificate: {e}"))?;
+    let mut dn = DistinguishedName::new();
+    for rdn in cert.subject().iter() {
+        let mut attrs = rdn.iter();
+        let (Some(attr), None) = (attrs.next(), attrs.next()) else {
+            bail!("its subject has a name of several attributes");
+        };
+        let oid: Vec<u64> = attr
+            .attr_type()
+            .iter()
+            .context("its subject has an attribute type out of range")?
+            .collect();
+        let value = attr.attr_value();
+        let text = std::str::from_utf8(value.data)
+            .context("its subject has an attribute that is not text")?;
+        let value = match value.header.tag() {
+            Tag::PrintableString => DnValue::PrintableString(text.try_into()?),
+            Tag::Utf8String => DnValue::Utf8String(text.to_owned()),
+            Tag::Ia5String => DnValue::Ia5String(text.try_into()?),
+            Tag::T61String => DnValue::TeletexString(text.try_into()?),
+            t => bail!("its subject has an attribute of type {t}"),
+        };
+        dn.push(DnType::from_oid(&oid), value);
+    }
+    let mut params = CertificateParams::default();
+    params.distinguished_name = dn;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    if let Some(ski) = cert
+        .iter_extensions()
+        .find_map(|e| match e.parsed_extension() {
+            ParsedExtension::SubjectKeyIdentifier(k) => Some(k.0.to_vec()),
+            _ => None,
+        })
+    {
+        params.key_identifier_method = KeyIdMethod::PreSpecified(ski);
+    }
+    Ok(params)
 }
 
 /// Write a new CA and a server certificate (and a client one) to `dir`, refusing to replace
@@ -403,8 +456,8 @@ mod tests {
         let ca = Ca::load(d.path()).unwrap();
         let orig = fs::read_to_string(d.path().join("ca.pem")).unwrap();
         let (cert, _) = ca.client("alice").unwrap();
-        // The issuer named in the new certificate is the CA's subject, and its authority key
-        // identifier the CA's key identifier: what a verifier matches against ca.pem.
+        // The issuer named in the new certificate is the CA's subject, byte for byte (each
+        // attribute's string type kept): what a verifier matches against ca.pem.
         use rustls_pki_types::pem::PemObject;
         let der = |pem: &str| {
             rustls_pki_types::CertificateDer::from_pem_slice(pem.as_bytes())
@@ -416,6 +469,7 @@ mod tests {
         let (_, o) = x509_parser::parse_x509_certificate(&orig_der).unwrap();
         let (_, n) = x509_parser::parse_x509_certificate(&new_der).unwrap();
         assert_eq!(n.issuer(), o.subject());
+        assert_eq!(n.issuer().as_raw(), o.subject().as_raw());
         assert!(n.verify_signature(Some(o.public_key())).is_ok());
         assert!(check_base_name("../x").is_err() && check_base_name(".h").is_err());
         assert!(check_base_name("alice@lab-1").is_ok());

@@ -139,7 +139,6 @@ pub async fn run(args: &Args) -> Result<()> {
         classify: Classify::Marks(MarkConfig::default()),
         chunk: Chunk::Auto,
         idle_timeout: Duration::from_secs(30),
-        processing_per_secure_mb: Duration::ZERO,
         mmap: true,
         sendfile: Sendfile::Always,
         require_classified: false,

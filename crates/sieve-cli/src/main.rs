@@ -6,13 +6,14 @@
 mod calibrate;
 mod certs;
 mod demo;
+#[cfg(feature = "gen")]
 mod gen;
-mod lab;
 mod mark;
 mod output;
 mod send;
 mod serve;
 mod spool;
+#[cfg(feature = "ui")]
 mod ui;
 
 use std::process::ExitCode;
@@ -74,13 +75,13 @@ enum Command {
     /// Serve the marking page on 127.0.0.1: open or drop a document, see what the policy
     /// classified, mark and unmark by selecting text, save a ranges file or a marked copy, and
     /// send it to a receiver.
+    #[cfg(feature = "ui")]
     Ui(ui::Args),
     /// Generate a test document: a thesis x-P file, or realistic prose, CSV, JSON or logs.
+    #[cfg(feature = "gen")]
     Gen(gen::Args),
     /// Run the demo: secure-only vs sieve on loopback, with a comparison.
     Demo(demo::Args),
-    /// Re-run the thesis's experiments (chapter 5) on this machine: data, plots, reports.
-    Lab(lab::Args),
     /// Measure how fast this machine runs the TLS suites and the cleartext MACs (a few ms,
     /// cached per machine and per OPENSSL_ia32cap value), and which MAC it prefers.
     Calibrate(calibrate::Args),
@@ -128,12 +129,13 @@ fn main() -> ExitCode {
             }
             Some(Command::Demo(a)) => demo::run(&a).await.map(|_| true),
             Some(Command::Certs(a)) => certs::run(&a).map(|_| true),
+            #[cfg(feature = "gen")]
             Some(Command::Gen(a)) => gen::run(&a).map(|_| true),
+            #[cfg(feature = "ui")]
             Some(Command::Ui(a)) => ui::run(&a).await,
             Some(Command::Mark(a)) => tokio::task::block_in_place(|| mark::run(&a)),
             Some(Command::Serve(a)) => serve::run(&a).await.map(|_| true),
             Some(Command::Send(a)) => send::run(&a).await,
-            Some(Command::Lab(a)) => tokio::task::block_in_place(|| lab::run(&a)),
             Some(Command::Calibrate(a)) => {
                 tokio::task::block_in_place(|| calibrate::run(&a)).map(|_| true)
             }

@@ -71,7 +71,8 @@ pub struct SessionReport {
     pub total_ms: f64,
     /// Finding the classified parts (marks scan, ranges files, policies).
     pub sieve_ms: f64,
-    /// Emulated additional processing (the thesis's AP, §5.2.4.1; zero normally).
+    /// Emulated additional processing (the thesis's AP, §5.2.4.1): only the laboratory's build
+    /// of `sieve send` (its `lab` feature) emulates it; zero otherwise. Part of the response.
     #[serde(default)]
     pub processing_ms: f64,
     /// Planning the split.

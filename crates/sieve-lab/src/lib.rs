@@ -5,8 +5,9 @@
 //! measurements (`data.csv`), plots (PNG and SVG) and a report that puts our figures beside the
 //! thesis's.
 //!
-//! Its only user is the `sieve lab` command, so the public surface is what that command calls:
-//! [`list`], [`run`], [`write_summary`] and [`speeds_json`]; everything else is the crate's own.
+//! Its only user is the `sieve-lab` binary (`src/main.rs`), so the public surface is what that
+//! binary calls: [`list`], [`run`], [`write_summary`] and [`speeds_json`]; everything else is the
+//! crate's own.
 
 // Unsafe only where a system call has no safe wrapper (`wait4`, in `child`), allowed there.
 #![deny(unsafe_code)]
@@ -29,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-/// An experiment as `sieve lab list` names it.
+/// An experiment as `sieve-lab list` names it.
 #[derive(Debug, Clone)]
 pub struct Listed {
     /// Its id, e.g. "F5.1" (also its folder under `results/`, with `/` as `_`).
@@ -50,15 +51,17 @@ pub fn list() -> Vec<Listed> {
 }
 
 /// Run the experiments `ids` (or `all`) with the `sieve` binary at `sieve`, writing their
-/// folders under `out`; `quick` runs a reduced version of each. One result per experiment:
-/// the folders it wrote, or why it failed.
+/// folders under `out`; `quick` runs a reduced version of each. `lab` is the `sieve-lab` binary,
+/// run as a child for what must be measured in a new process (`sieve-lab speeds`). One result
+/// per experiment: the folders it wrote, or why it failed.
 pub fn run(
     ids: &[String],
     quick: bool,
     out: &Path,
     sieve: PathBuf,
+    lab: PathBuf,
 ) -> Result<Vec<(String, Result<Vec<String>>)>> {
-    runner::run(ids, quick, out, sieve)
+    runner::run(ids, quick, out, sieve, lab)
 }
 
 /// The speeds of the TLS suites and of the cleartext MAC on one core of this process, as JSON

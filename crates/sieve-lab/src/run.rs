@@ -16,13 +16,18 @@ use sieve_core::report::SessionReport;
 
 use crate::child::Watched;
 
-/// The `sieve` binary and a folder with certificates for it.
+/// The `sieve` binary, the `sieve-lab` one, and a folder with certificates for `sieve`.
 #[derive(Debug, Clone)]
 pub(crate) struct Tools {
     pub(crate) sieve: PathBuf,
+    /// The laboratory's own binary, for `sieve-lab speeds` in a process of its own.
+    pub(crate) lab: PathBuf,
     pub(crate) certs: PathBuf,
     /// Whether the binary was built with the (insecure) thesis TLS 1.2 suites.
     pub(crate) thesis_suites: bool,
+    /// Whether the binary was built with the laboratory's knobs (its `lab` feature):
+    /// `sieve send --emulate-processing-ms-per-mb`, the thesis's additional processing time.
+    pub(crate) emulates_processing: bool,
 }
 
 /// The thesis's TLS 1.2 suites, by the names `sieve send --insecure-thesis-suite` takes.
@@ -33,7 +38,7 @@ pub(crate) const THESIS_SUITES: [&str; 2] = ["3des-ede-cbc-sha", "aes256-cbc-sha
 
 impl Tools {
     /// Make development certificates in `dir` with `sieve certs`.
-    pub(crate) fn new(sieve: PathBuf, dir: &Path) -> Result<Tools> {
+    pub(crate) fn new(sieve: PathBuf, lab: PathBuf, dir: &Path) -> Result<Tools> {
         let certs = dir.join("certs");
         let st = Command::new(&sieve)
             .args(["certs", "--dir"])
@@ -50,10 +55,18 @@ impl Tools {
             .with_context(|| format!("cannot run {}", sieve.display()))?;
         let thesis_suites =
             String::from_utf8_lossy(&help.stdout).contains("--insecure-thesis-suites");
+        let help = Command::new(&sieve)
+            .args(["send", "--help"])
+            .output()
+            .with_context(|| format!("cannot run {}", sieve.display()))?;
+        let emulates_processing =
+            String::from_utf8_lossy(&help.stdout).contains("--emulate-processing-ms-per-mb");
         Ok(Tools {
             sieve,
+            lab,
             certs,
             thesis_suites,
+            emulates_processing,
         })
     }
 }
@@ -192,6 +205,8 @@ pub(crate) struct SendOptions {
     pub(crate) batch_split: &'static str,
     /// The suite (`--cipher`), or [`DEFAULT_SUITE`]: none named, the sender's choice.
     pub(crate) cipher: &'static str,
+    /// The thesis's additional processing time AP, ms per MB sent over TLS (0: none; anything
+    /// else needs a laboratory build of `sieve`, see [`Tools::emulates_processing`]).
     pub(crate) processing_ms_per_mb: f64,
     pub(crate) ranges: Option<PathBuf>,
     /// `--compress` (`None`: the sender's default, auto).
@@ -260,11 +275,14 @@ impl SendOptions {
             } else {
                 vec!["--cipher", self.cipher]
             })
-            .args([
+            .arg("--json");
+        // Only a laboratory build of `sieve` has the knob ([`Tools::emulates_processing`]).
+        if self.processing_ms_per_mb != 0.0 {
+            cmd.args([
                 "--emulate-processing-ms-per-mb",
                 &self.processing_ms_per_mb.to_string(),
-            ])
-            .arg("--json");
+            ]);
+        }
         if let Some(r) = &self.ranges {
             cmd.arg("--ranges").arg(r);
         }

@@ -22,6 +22,7 @@ pub(crate) fn run(
     quick: bool,
     out: &Path,
     sieve: PathBuf,
+    lab: PathBuf,
 ) -> Result<Vec<(String, Result<Vec<String>>)>> {
     let exps = all();
     let chosen: Vec<&Experiment> = if ids.iter().any(|i| i == "all") {
@@ -31,7 +32,7 @@ pub(crate) fn run(
             .map(|id| {
                 exps.iter()
                     .find(|e| e.id.eq_ignore_ascii_case(id))
-                    .with_context(|| format!("no experiment '{id}'; `sieve lab list` names them"))
+                    .with_context(|| format!("no experiment '{id}'; `sieve-lab list` names them"))
             })
             .collect::<Result<_>>()?
     };
@@ -40,7 +41,7 @@ pub(crate) fn run(
         tracing::info!("removed {gone}, left by an ended lab run");
     }
     let work = tempfile::tempdir()?;
-    let tools = Tools::new(sieve, work.path())?;
+    let tools = Tools::new(sieve, lab, work.path())?;
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         ProgressBar::new(0)
     } else {

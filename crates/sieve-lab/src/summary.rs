@@ -160,7 +160,7 @@ fn stale_section(names: &[String]) -> String {
     format!(
         "\n## Not re-run with the current code\n\nThese folders were written by an earlier \
          version of the laboratory and of the sieve; they are not counted above, and their \
-         reports were not generated from their data by the rules above. `sieve lab run all` \
+         reports were not generated from their data by the rules above. `sieve-lab run all` \
          replaces them: {}.\n",
         list.join(", ")
     )

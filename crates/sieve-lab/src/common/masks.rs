@@ -74,27 +74,27 @@ pub(crate) struct Speed {
     pub(crate) gb_per_s: f64,
 }
 
-/// The speeds of the suites and the cleartext MAC under `mask`, measured by `sieve lab speeds`
+/// The speeds of the suites and the cleartext MAC under `mask`, measured by `sieve-lab speeds`
 /// in a process started with it.
 pub(crate) fn speeds(tools: &Tools, mask: &Mask, quick: bool) -> Result<Vec<Speed>> {
-    let mut cmd = Command::new(&tools.sieve);
-    cmd.args(["lab", "speeds"]);
+    let mut cmd = Command::new(&tools.lab);
+    cmd.arg("speeds");
     if quick {
         cmd.arg("--quick");
     }
     let out = mask
         .apply(cmd)
         .output()
-        .context("cannot run `sieve lab speeds`")?;
+        .context("cannot run `sieve-lab speeds`")?;
     if !out.status.success() {
         bail!(
-            "`sieve lab speeds` failed: {}",
+            "`sieve-lab speeds` failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
     let list: Vec<(String, f64)> = serde_json::from_slice(&out.stdout).with_context(|| {
         format!(
-            "unexpected output of `sieve lab speeds`: {}",
+            "unexpected output of `sieve-lab speeds`: {}",
             String::from_utf8_lossy(&out.stdout)
         )
     })?;

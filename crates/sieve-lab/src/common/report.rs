@@ -31,11 +31,16 @@ pub(crate) struct Report {
 impl Report {
     /// The report of an experiment that could not run here, saying why.
     pub(crate) fn skipped(why: &str) -> Report {
+        Report::not_run(&format!(
+            "**Skipped: {why}.** This experiment needs root, iproute2 and `tc` to build the \
+             emulated links between network namespaces.\n"
+        ))
+    }
+
+    /// The report of an experiment that did not run, with `body` saying why.
+    pub(crate) fn not_run(body: &str) -> Report {
         Report {
-            body: format!(
-                "**Skipped: {why}.** This experiment needs root, iproute2 and `tc` to build the \
-                 emulated links between network namespaces.\n"
-            ),
+            body: body.into(),
             emulated: "nothing: the experiment did not run.".into(),
             findings: Vec::new(),
             key_plot: None,

@@ -23,6 +23,15 @@ pub(crate) fn run(ctx: &mut Ctx, dir: &Path) -> Result<Report> {
     if let Err(why) = check_root() {
         return Ok(Report::skipped(&why));
     }
+    if !ctx.tools.emulates_processing {
+        return Ok(Report::not_run(&format!(
+            "**Skipped: {} has no `--emulate-processing-ms-per-mb`.** The additional processing \
+             time is a laboratory knob, only in a `sieve` built with its `lab` feature: \
+             `cargo build --release -p sieve-cli -p sieve-lab --features sieve-cli/lab` (or \
+             `cargo build-lab`).\n",
+            ctx.tools.sieve.display()
+        )));
+    }
     let ps: &[f64] = if ctx.quick {
         &[0.1, 0.5]
     } else {

@@ -106,9 +106,6 @@ pub struct SendConfig {
     pub chunk: Chunk,
     /// Give up when nothing moves for this long.
     pub idle_timeout: Duration,
-    /// Emulated application work per MB of classified data (the thesis's "additional processing
-    /// time" AP of §5.2.4.1: the client sleeps AP for every MB it must protect). Zero normally.
-    pub processing_per_secure_mb: Duration,
     /// Map documents into memory instead of reading them (see [`crate::source`]).
     pub mmap: bool,
     /// Whether mapped cleartext goes to the plain sockets by `sendfile(2)`.
@@ -364,6 +361,15 @@ impl Prepared {
     /// Bytes of content (marks excluded) of the documents to send: what a progress bar counts.
     pub fn content_bytes(&self) -> u64 {
         self.sources.iter().map(Source::content_len).sum()
+    }
+
+    /// Bytes of the documents' secure streams: what goes over TLS in the mode chosen (all of
+    /// each document in secure-only mode).
+    pub fn secure_bytes(&self) -> u64 {
+        self.sources
+            .iter()
+            .map(|s| s.stream_len(Kind::Secure))
+            .sum()
     }
 
     /// How many documents.
@@ -743,7 +749,6 @@ pub async fn send_prepared(
         _leases: leases,
     } = prepared;
     let docs_leased = sources.iter().filter(|s| s.watch().leased()).count();
-    let processing_time = emulate_processing(cfg, &sources).await;
     progress.total_bytes.store(
         sources.iter().map(Source::content_len).sum(),
         Ordering::Relaxed,
@@ -794,7 +799,6 @@ pub async fn send_prepared(
         connect_plain_early: connected.plain_early,
         tls_resumed: connected.resumed,
         sieve_ms: ms(sieve_time),
-        processing_ms: ms(processing_time),
         split_ms: ms(split_time),
         cipher: connected.cipher.clone(),
         mac: connected.mac.alg().name().to_string(),
@@ -819,8 +823,7 @@ pub async fn send_prepared(
     {
         report.detections = Some(run.counts());
     }
-    report.response_ms =
-        report.sieve_ms + report.processing_ms + report.split_ms + report.transfer_ms;
+    report.response_ms = report.sieve_ms + report.split_ms + report.transfer_ms;
     report.total_ms = report.connect_ms + report.response_ms;
     report::add_answers(&mut report, acks, &shared.sources)?;
     report.cpu_ms = ms(cpu_time(None).saturating_sub(cpu0));
@@ -840,17 +843,6 @@ pub async fn send_prepared(
         .await;
     }
     Ok(report)
-}
-
-/// The thesis's emulated application work (see [`SendConfig::processing_per_secure_mb`]): how
-/// long it took.
-async fn emulate_processing(cfg: &SendConfig, sources: &[Source]) -> Duration {
-    let t = Instant::now();
-    if !cfg.processing_per_secure_mb.is_zero() {
-        let secure: u64 = sources.iter().map(|s| s.stream_len(Kind::Secure)).sum();
-        tokio::time::sleep(cfg.processing_per_secure_mb.mul_f64(secure as f64 / 1e6)).await;
-    }
-    t.elapsed()
 }
 
 /// The protocol state machine of a session that sends `sources` in `mode` as `cfg` asks.

@@ -206,7 +206,6 @@ impl TestReceiver {
             classify: Classify::Marks(MarkConfig::default()),
             chunk: Chunk::Bytes(CHUNK),
             idle_timeout: Duration::from_secs(20),
-            processing_per_secure_mb: Duration::ZERO,
             mmap: true,
             sendfile: Sendfile::default(),
             require_classified: false,

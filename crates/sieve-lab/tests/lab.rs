@@ -1,16 +1,33 @@
-//! Smoke test of the laboratory, so it cannot rot: `sieve lab list` names every experiment of
-//! the issue, and `sieve lab run F5.1 --quick` writes data, plots and a report.
+//! Smoke test of the laboratory, so it cannot rot: `sieve-lab list` names every experiment of
+//! the issue, and `sieve-lab run F5.1 --quick` writes data, plots and a report.
+//!
+//! `sieve-lab run` drives the `sieve` binary beside it (or `$SIEVE_BIN`): `cargo test
+//! --workspace` builds it there; alone, `cargo build -p sieve-cli && cargo test -p sieve-lab`.
 
+use std::path::PathBuf;
 use std::process::Command;
 
-const SIEVE: &str = env!("CARGO_BIN_EXE_sieve");
+const LAB: &str = env!("CARGO_BIN_EXE_sieve-lab");
+
+/// The `sieve` binary the lab will drive, which must exist for the run to mean anything.
+fn sieve() -> PathBuf {
+    let p = std::env::var_os("SIEVE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(LAB).with_file_name("sieve"));
+    assert!(
+        p.is_file(),
+        "{} is missing: build it first (`cargo build -p sieve-cli`)",
+        p.display()
+    );
+    p
+}
 
 #[test]
 fn lab_lists_every_experiment() {
-    let out = Command::new(SIEVE)
-        .args(["lab", "list"])
+    let out = Command::new(LAB)
+        .arg("list")
         .output()
-        .expect("sieve runs");
+        .expect("sieve-lab runs");
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for id in [
@@ -42,11 +59,12 @@ fn lab_lists_every_experiment() {
 #[test]
 fn lab_quick_f5_1_writes_data_plots_and_report() {
     let out = tempfile::tempdir().expect("tempdir");
-    let st = Command::new(SIEVE)
-        .args(["lab", "run", "F5.1", "--quick", "--out"])
+    let st = Command::new(LAB)
+        .args(["run", "F5.1", "--quick", "--out"])
         .arg(out.path())
+        .env("SIEVE_BIN", sieve())
         .output()
-        .expect("sieve runs");
+        .expect("sieve-lab runs");
     assert!(
         st.status.success(),
         "lab failed: {}",
