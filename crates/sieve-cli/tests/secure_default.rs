@@ -20,7 +20,6 @@ struct PlainTap {
     addr: SocketAddr,
     target: Arc<Mutex<Option<SocketAddr>>>,
     seen: Arc<Mutex<Vec<u8>>>,
-    connections: Arc<Mutex<usize>>,
 }
 
 impl PlainTap {
@@ -29,12 +28,10 @@ impl PlainTap {
         let addr = listener.local_addr().expect("tap address");
         let target: Arc<Mutex<Option<SocketAddr>>> = Arc::default();
         let seen: Arc<Mutex<Vec<u8>>> = Arc::default();
-        let connections: Arc<Mutex<usize>> = Arc::default();
-        let (t, s, c) = (target.clone(), seen.clone(), connections.clone());
+        let (t, s) = (target.clone(), seen.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(client) = conn else { break };
-                *c.lock().unwrap() += 1;
                 let Some(to) = *t.lock().unwrap() else {
                     continue;
                 };
@@ -67,7 +64,6 @@ impl PlainTap {
             addr,
             target,
             seen,
-            connections,
         }
     }
 
