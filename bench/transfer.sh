@@ -18,7 +18,7 @@ P=${2:-0.1}
 ROUNDS=${3:-5}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --quiet --manifest-path "$ROOT/Cargo.toml"
-S="$ROOT/target/release/sieve"
+S="${CARGO_TARGET_DIR:-$ROOT/target}/release/sieve"
 W=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$W"' EXIT
 cd "$W"
