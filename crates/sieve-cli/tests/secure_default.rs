@@ -60,11 +60,7 @@ impl PlainTap {
                 });
             }
         });
-        PlainTap {
-            addr,
-            target,
-            seen,
-        }
+        PlainTap { addr, target, seen }
     }
 
     fn seen(&self) -> Vec<u8> {

@@ -109,6 +109,19 @@ impl Ui {
         serde_json::from_slice(&b).unwrap()
     }
 
+    /// The send's status once it is no longer `sending`.
+    fn wait_sent(&self) -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let s = self.json("GET", "/api/send", "");
+            if s["state"] != "sending" {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "never finished: {s}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn wait_scanned(&self) -> serde_json::Value {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -545,15 +558,7 @@ fn the_page_sends_with_its_ranges_to_a_receiver() {
     let summary = ui.wait_scanned();
     assert_eq!(summary["receiver"], rx.addr.to_string());
     ui.json("POST", "/api/send", "");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        let s = ui.json("GET", "/api/send", "");
-        if s["state"] != "sending" {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "never finished: {s}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = ui.wait_sent();
     assert_eq!(status["state"], "delivered", "{status}\n{}", rx.log());
     assert_eq!(status["sent"], LETTER.len());
     // The page sends as `sieve send` does by default: in the mode auto chose, the page's
@@ -600,15 +605,7 @@ fn the_page_sends_a_document_with_nothing_marked_secure_only() {
             .is_some_and(|n| n.contains("secure-only")),
         "{started}"
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        let s = ui.json("GET", "/api/send", "");
-        if s["state"] != "sending" {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "never finished: {s}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = ui.wait_sent();
     assert_eq!(status["state"], "delivered", "{status}\n{}", rx.log());
     let report = &status["report"];
     assert_eq!(report["mode"], "secure-only", "{status}");
